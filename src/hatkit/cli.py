@@ -1,0 +1,238 @@
+"""The `hatkit` command: one sub-command per job. Thin: parsing and printing only."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .harness import HarnessError, load_harness
+from .harness.diff import diff_harnesses
+from .harness.versioning import HarnessRepo, VersioningError
+
+app = typer.Typer(help="hatkit: Harness-Aware Training of tool-calling agents.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+harness_app = typer.Typer(help="Validate, inspect, render and version a harness folder.",
+                          no_args_is_help=True)
+model_app = typer.Typer(help="The embedded default model (SmolLM2-135M-Instruct).",
+                        no_args_is_help=True)
+app.add_typer(harness_app, name="harness")
+app.add_typer(model_app, name="model")
+
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+HarnessArg = Annotated[str, typer.Argument(
+    help="A harness folder, or the name of a shipped one (e.g. live_commerce).")]
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[red]error:[/] {message}", markup=True, highlight=False)
+    return typer.Exit(code)
+
+
+def _load(ref: str):  # type: ignore[no-untyped-def]
+    try:
+        return load_harness(ref)
+    except HarnessError as exc:
+        err.print(f"[red]invalid harness[/] {exc.root}", highlight=False)
+        for p in exc.problems:
+            err.print(f"  {p}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    except FileNotFoundError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _repo(folder: str) -> HarnessRepo:
+    try:
+        return HarnessRepo(folder)
+    except VersioningError as exc:
+        raise _fail(str(exc)) from None
+
+
+@harness_app.command("validate")
+def harness_validate(harness: HarnessArg = "live_commerce") -> None:
+    """Check a harness folder; print every problem as file:line: message."""
+    h = _load(harness)
+    console.print(f"[green]ok[/] {h.name} {h.content_hash}", highlight=False)
+
+
+@harness_app.command("hash")
+def harness_hash(harness: HarnessArg = "live_commerce") -> None:
+    """Print the content hash (stable across copies, key order and line endings)."""
+    print(_load(harness).content_hash)
+
+
+@harness_app.command("show")
+def harness_show(harness: HarnessArg = "live_commerce") -> None:
+    """Summarise a harness: settings, rules, and what is enabled."""
+    h = _load(harness)
+    console.print(f"[bold]{h.name}[/]  {h.content_hash[:12]}  {h.root}", highlight=False)
+    console.print(h.spec.description)
+    console.print(f"locale {h.spec.locale} (ships {', '.join(h.spec.locales)}); "
+                  f"model {h.spec.model.model_dump()}; limits {h.spec.limits.model_dump()}")
+    rules = Table("rule", "value", title="rules")
+    for k, v in h.spec.rules.items():
+        rules.add_row(k, json.dumps(v, ensure_ascii=False))
+    console.print(rules)
+    parts = Table("kind", "name", "details", title="enabled")
+    for s in h.enabled_skills():
+        parts.add_row("skill", s.name, s.description)
+    for t in h.enabled_tools():
+        parts.add_row("tool", t.name, f"{t.kind}, needs {t.permission or '-'}")
+    for name in h.spec.enabled.hooks:
+        rule = h.hook_rules.get(name)
+        parts.add_row("hook", name, f"{rule.kind} on {rule.event}" if rule else "python hook")
+    console.print(parts)
+    console.print(f"permissions granted: {', '.join(h.spec.permissions) or '-'}")
+
+
+@harness_app.command("render")
+def harness_render(
+    harness: HarnessArg = "live_commerce",
+    locale: Annotated[str | None, typer.Option(help="Render another shipped locale, e.g. zh.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print system prompt and tool "
+                                          "schemas as one JSON object.")] = False,
+) -> None:
+    """Print exactly what the model sees: the system prompt, tool schemas and skill list."""
+    h = _load(harness)
+    try:
+        r = h.render(locale)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        print(json.dumps({"harness": r.harness_name, "hash": r.harness_hash, "locale": r.locale,
+                          "system_prompt": r.system_prompt, "tools": r.tools,
+                          "skills": [{"name": n, "description": d} for n, d in r.skills]},
+                         ensure_ascii=False, indent=2))
+    else:
+        sys.stdout.write(r.system_prompt)
+
+
+@harness_app.command("commit")
+def harness_commit(
+    folder: Annotated[str, typer.Argument(help="Harness folder inside a git repository.")],
+    message: Annotated[str, typer.Option("-m", "--message", help="Commit message.")],
+) -> None:
+    """Validate, then commit the harness folder (only it) with its content hash."""
+    repo = _repo(folder)
+    _load(folder)
+    try:
+        entry = repo.commit(message)
+    except VersioningError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"committed {entry.sha[:12]}  harness {entry.harness_hash}", highlight=False)
+
+
+@harness_app.command("log")
+def harness_log(
+    folder: Annotated[str, typer.Argument(help="Harness folder inside a git repository.")],
+    limit: Annotated[int, typer.Option("-n", help="Show at most this many commits.")] = 20,
+) -> None:
+    """List the commits that touched the harness, newest first, with hashes and tags."""
+    table = Table("commit", "date", "harness hash", "tags", "subject")
+    for e in _repo(folder).log(limit):
+        table.add_row(e.sha[:12], e.when.strftime("%Y-%m-%d %H:%M"),
+                      (e.harness_hash or "-")[:12], ", ".join(e.tags), e.subject)
+    console.print(table)
+
+
+@harness_app.command("diff")
+def harness_diff(
+    folder: Annotated[str, typer.Argument(help="Harness folder inside a git repository.")],
+    rev_a: Annotated[str, typer.Argument(help="Older revision (commit, tag, HEAD~1...).")],
+    rev_b: Annotated[str | None, typer.Argument(help="Newer revision; default: the working "
+                                                "folder.")] = None,
+) -> None:
+    """What changed between two versions: rules, settings, skills, tools, hooks, prompts."""
+    repo = _repo(folder)
+    with tempfile.TemporaryDirectory(prefix="hatkit-diff-") as tmp:
+        try:
+            a = _load(str(repo.materialize(rev_a, Path(tmp) / "a")))
+            b = _load(str(repo.materialize(rev_b, Path(tmp) / "b"))) if rev_b else _load(folder)
+        except VersioningError as exc:
+            raise _fail(str(exc)) from None
+        for line in diff_harnesses(a, b).lines():
+            print(line)
+
+
+@harness_app.command("tag")
+def harness_tag(
+    folder: Annotated[str, typer.Argument(help="Harness folder inside a git repository.")],
+    name: Annotated[str, typer.Argument(help="Tag name, e.g. week-48.")],
+    rev: Annotated[str, typer.Option(help="Revision to tag.")] = "HEAD",
+    message: Annotated[str | None, typer.Option("-m", "--message")] = None,
+) -> None:
+    """Tag a harness commit (annotated tag carrying the harness hash)."""
+    try:
+        sha = _repo(folder).tag(name, rev, message)
+    except VersioningError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"tagged {sha[:12]} as {name}", highlight=False)
+
+
+@harness_app.command("rollback")
+def harness_rollback(
+    folder: Annotated[str, typer.Argument(help="Harness folder inside a git repository.")],
+    rev: Annotated[str, typer.Argument(help="Revision to restore (commit, tag, HEAD~1...).")],
+    force: Annotated[bool, typer.Option(help="Discard uncommitted changes in the folder.")] = False,
+    commit: Annotated[bool, typer.Option(help="Record the rollback as a commit.")] = True,
+) -> None:
+    """Restore the folder byte for byte as it was at REV."""
+    try:
+        restored = _repo(folder).rollback(rev, force=force, commit=commit)
+    except VersioningError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"restored {folder} to {rev}; harness {restored}", highlight=False)
+
+
+@model_app.command("prepare")
+def model_prepare() -> None:
+    """Convert the packaged GGUF into the local safetensors cache (once; verified after)."""
+    from .models import DefaultModelError, ensure_default_model
+
+    try:
+        path = ensure_default_model()
+    except DefaultModelError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"default model ready at {path}", highlight=False)
+
+
+@model_app.command("status")
+def model_status() -> None:
+    """Say whether the default model cache is complete and matches its source."""
+    from .models import cache_status
+
+    st = cache_status()
+    console.print(f"{'ok' if st.ok else 'not ready'}: {st.path} ({st.reason})", highlight=False)
+    raise typer.Exit(0 if st.ok else 1)
+
+
+@app.command("demo")
+def demo(
+    harness: Annotated[str, typer.Option(help="Harness folder or shipped name.")] = "live_commerce",
+    question: Annotated[list[str] | None, typer.Option(
+        "--question", "-q", help="A viewer question (repeat for several); default: 3 samples.")] = None,
+    max_new_tokens: Annotated[int, typer.Option(min=1, max=1024)] = 96,
+    locale: Annotated[str | None, typer.Option(help="Render another shipped locale.")] = None,
+    show_prompt: Annotated[bool, typer.Option(help="Print the rendered system prompt.")] = True,
+) -> None:
+    """Quick start: render the harness and let the default model answer viewer questions."""
+    from .demo import run_demo
+    from .models import DefaultModelError
+
+    _load(harness)
+    try:
+        run_demo(harness, question, max_new_tokens, locale, show_prompt, console)
+    except (DefaultModelError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+
+
+def main() -> None:
+    app()

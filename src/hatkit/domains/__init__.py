@@ -1,0 +1,1 @@
+"""Reference domains: each holds its data, state, default harness and generators."""

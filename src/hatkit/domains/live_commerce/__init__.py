@@ -1,0 +1,1 @@
+"""Live-stream shopping: a host answers viewers about products."""

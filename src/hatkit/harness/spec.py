@@ -1,0 +1,118 @@
+"""The typed schema of `harness.yaml`. Every field says what it is for where it is declared."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ._yaml import Loc, line_for
+
+RuleValue = bool | int | float | str | list[bool | int | float | str]
+IDENT = r"^[a-z][a-z0-9_]*$"
+
+
+def _check_rule_name(name: str) -> str:
+    if not re.match(IDENT, name):
+        raise ValueError(f"rule name '{name}' must be a lower_snake_case identifier")
+    return name
+
+
+RuleName = Annotated[str, AfterValidator(_check_rule_name)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelSettings(_Strict):
+    max_new_tokens: int = Field(default=256, ge=1, le=8192, description="Per model call.")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="0 means greedy.")
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    think: bool = Field(default=True, description="Allow <think> reasoning before acting.")
+
+
+class Limits(_Strict):
+    max_turns: int = Field(default=6, ge=1, le=64, description="Model calls per viewer message.")
+    max_tool_calls: int = Field(default=8, ge=0, le=64, description="Tool calls per message.")
+    tool_timeout_s: float = Field(default=5.0, gt=0, le=600, description="Per tool call.")
+    max_parse_retries: int = Field(default=2, ge=0, le=10, description="Malformed-call retries.")
+
+
+class Enabled(_Strict):
+    skills: list[str] = Field(default_factory=list, description="Folder names under skills/.")
+    tools: list[str] = Field(default_factory=list, description="@tool function names in tools/.")
+    hooks: list[str] = Field(default_factory=list, description="Rule names or Python hook classes.")
+
+    @field_validator("skills", "tools", "hooks")
+    @classmethod
+    def _no_duplicates(cls, names: list[str]) -> list[str]:
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"listed more than once: {', '.join(dupes)}")
+        return names
+
+
+class RenderSettings(_Strict):
+    skills: Literal["full", "index"] = Field(
+        default="full",
+        description="'full' puts each skill's body in the system prompt; 'index' only its "
+        "name and description (for models that load skills on demand).",
+    )
+    tools_in_prompt: bool = Field(
+        default=True,
+        description="Describe tool schemas in the system prompt (for chat templates without a "
+        "tools section, such as SmolLM2's).",
+    )
+
+
+class HarnessSpec(_Strict):
+    """Everything in `harness.yaml`."""
+
+    name: str = Field(pattern=IDENT, description="Short identifier of this harness.")
+    description: str = Field(min_length=1, description="What this harness is for.")
+    locale: str = Field(default="en", pattern=r"^[a-z]{2}(-[A-Z]{2})?$", description="Default.")
+    locales: list[str] = Field(default_factory=lambda: ["en"], description="Locales it ships.")
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    limits: Limits = Field(default_factory=Limits)
+    enabled: Enabled = Field(default_factory=Enabled)
+    permissions: list[str] = Field(
+        default_factory=list, description="Permissions granted to the agent, e.g. coupon.apply."
+    )
+    rules: dict[RuleName, RuleValue] = Field(
+        default_factory=dict,
+        description="Named business-rule parameters, usable in prompts and skills as template "
+        "variables, e.g. free_shipping_threshold: 99.",
+    )
+    render: RenderSettings = Field(default_factory=RenderSettings)
+
+
+
+def describe_validation_error(exc: ValidationError, lines: dict[Loc, int]) -> list[tuple[int | None, str]]:
+    """Turn pydantic's errors into (line, message) pairs a person can act on."""
+    out: list[tuple[int | None, str]] = []
+    for err in exc.errors():
+        loc = _file_loc(tuple(err["loc"]), lines)
+        if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            loc = (*loc, "kind")
+        dotted = ".".join(str(p) for p in loc if p != "[key]")
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key '{dotted}'"
+        elif err["type"] == "missing":
+            msg = f"missing required field '{dotted}'"
+        else:
+            text = err["msg"].removeprefix("Value error, ")
+            msg = f"'{dotted}': {text}" if dotted else text
+        out.append((line_for(lines, loc), msg))
+    return out
+
+
+def _file_loc(loc: Loc, lines: dict[Loc, int]) -> Loc:
+    """Drop the parts of a pydantic location that are not in the file (union tags such as
+    'forbidden_phrases'), keeping a final missing or unknown key."""
+    kept: list[str | int] = []
+    for i, part in enumerate(loc):
+        if (*kept, part) in lines or i == len(loc) - 1:
+            kept.append(part)
+    return tuple(kept)

@@ -1,0 +1,56 @@
+"""Shared fixtures. No test may reach the network: any non-loopback connect fails loudly."""
+
+from __future__ import annotations
+
+import ipaddress
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MINIMAL = FIXTURES / "harnesses" / "minimal"
+
+
+def _is_loopback(address: object) -> bool:
+    host = address[0] if isinstance(address, tuple) else address
+    if isinstance(host, str) and host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(str(host)).is_loopback
+    except ValueError:
+        return isinstance(address, str | bytes)  # unix sockets are local
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: object) -> object:
+        if not _is_loopback(address):
+            raise RuntimeError(f"test tried to reach the network: {address!r}")
+        return real_connect(self, address)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture
+def minimal_harness(tmp_path: Path) -> Path:
+    """A private copy of the minimal valid fixture harness."""
+    dest = tmp_path / "minimal"
+    shutil.copytree(MINIMAL, dest)
+    return dest
+
+
+@pytest.fixture
+def reference_harness(tmp_path: Path) -> Path:
+    """A private copy of the shipped live_commerce harness."""
+    from hatkit.harness import resolve_harness_path
+
+    dest = tmp_path / "live_commerce"
+    shutil.copytree(resolve_harness_path("live_commerce"), dest,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
