@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from hatkit.harness import HarnessError, load_harness
 
 BROKEN = sorted(p for p in (FIXTURES / "broken").iterdir() if p.is_dir())
@@ -53,7 +53,7 @@ def test_all_problems_are_reported_together(minimal_harness: Path) -> None:
 
 
 def test_missing_harness_yaml(tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match="missing harness.yaml"):
+    with pytest.raises(HarnessError, match=r"missing harness\.yaml"):
         load_harness(tmp_path)
 
 

@@ -35,7 +35,7 @@ def load_with_lines(text: str, first_line: int = 1) -> tuple[Any, dict[Loc, int]
     if node is None:
         return None, lines
     _index(node, (), lines, first_line)
-    return yaml.load(text, Loader=_LineLoader), lines  # noqa: S506 - SafeLoader subclass
+    return yaml.load(text, Loader=_LineLoader), lines
 
 
 def _index(node: yaml.Node, path: Loc, lines: dict[Loc, int], offset: int) -> None:

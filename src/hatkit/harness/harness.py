@@ -46,7 +46,7 @@ class Harness:
     tools: Mapping[str, ToolSpec]
     """Every @tool found in tools/, enabled or not."""
     hook_rules: Mapping[str, HookRule]
-    hook_classes: Mapping[str, type[Hook]] = field(default_factory=dict)
+    hook_classes: Mapping[str, type[Hook]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def name(self) -> str:

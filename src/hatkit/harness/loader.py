@@ -11,7 +11,7 @@ import inspect
 import sys
 import traceback
 from pathlib import Path
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 from pydantic import ValidationError
@@ -69,9 +69,10 @@ def load_harness(ref: str | Path) -> Harness:
     rules, classes = _load_hooks(root, spec, lines, tools, problems)
     problems.raise_if_any(root)
 
-    harness = Harness(root=root, spec=spec, content_hash=content_hash(root), templates=templates,
-                      skills=skills, localized_skills=localized, tools=tools, hook_rules=rules,
-                      hook_classes=classes)
+    ro = MappingProxyType
+    harness = Harness(root=root, spec=spec, content_hash=content_hash(root), templates=ro(templates),
+                      skills=ro(skills), localized_skills=ro(localized), tools=ro(tools),
+                      hook_rules=ro(rules), hook_classes=ro(classes))
     _check_templates(harness, problems)
     problems.raise_if_any(root)
     return harness
@@ -145,7 +146,7 @@ def _import_file(root: Path, path: Path, problems: Problems) -> ModuleType | Non
     except SyntaxError as exc:
         problems.add(rel, exc.lineno, f"syntax error: {exc.msg}")
         return None
-    except Exception as exc:  # noqa: BLE001 - any error in user code becomes a Problem
+    except Exception as exc:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
         problems.add(rel, frames[-1].lineno if frames else None,
                      f"importing failed: {type(exc).__name__}: {exc}")

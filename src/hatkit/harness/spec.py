@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
 
 from ._yaml import Loc, line_for
 
-RuleValue = bool | int | float | str | list[bool | int | float | str]
+RuleValue = bool | int | float | str | tuple[bool | int | float | str, ...]
 IDENT = r"^[a-z][a-z0-9_]*$"
 
 
@@ -20,6 +30,11 @@ def _check_rule_name(name: str) -> str:
 
 
 RuleName = Annotated[str, AfterValidator(_check_rule_name)]
+
+
+def _freeze(rules: Mapping[str, RuleValue]) -> Mapping[str, RuleValue]:
+    """A read-only view: a loaded harness must not change under the hash that names it."""
+    return MappingProxyType(dict(rules))
 
 
 class _Strict(BaseModel):
@@ -41,13 +56,13 @@ class Limits(_Strict):
 
 
 class Enabled(_Strict):
-    skills: list[str] = Field(default_factory=list, description="Folder names under skills/.")
-    tools: list[str] = Field(default_factory=list, description="@tool function names in tools/.")
-    hooks: list[str] = Field(default_factory=list, description="Rule names or Python hook classes.")
+    skills: tuple[str, ...] = Field(default=(), description="Folder names under skills/.")
+    tools: tuple[str, ...] = Field(default=(), description="@tool function names in tools/.")
+    hooks: tuple[str, ...] = Field(default=(), description="Rule names or Python hook classes.")
 
     @field_validator("skills", "tools", "hooks")
     @classmethod
-    def _no_duplicates(cls, names: list[str]) -> list[str]:
+    def _no_duplicates(cls, names: tuple[str, ...]) -> tuple[str, ...]:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"listed more than once: {', '.join(dupes)}")
@@ -73,19 +88,23 @@ class HarnessSpec(_Strict):
     name: str = Field(pattern=IDENT, description="Short identifier of this harness.")
     description: str = Field(min_length=1, description="What this harness is for.")
     locale: str = Field(default="en", pattern=r"^[a-z]{2}(-[A-Z]{2})?$", description="Default.")
-    locales: list[str] = Field(default_factory=lambda: ["en"], description="Locales it ships.")
+    locales: tuple[str, ...] = Field(default=("en",), description="Locales it ships.")
     model: ModelSettings = Field(default_factory=ModelSettings)
     limits: Limits = Field(default_factory=Limits)
     enabled: Enabled = Field(default_factory=Enabled)
-    permissions: list[str] = Field(
-        default_factory=list, description="Permissions granted to the agent, e.g. coupon.apply."
+    permissions: tuple[str, ...] = Field(
+        default=(), description="Permissions granted to the agent, e.g. coupon.apply."
     )
-    rules: dict[RuleName, RuleValue] = Field(
-        default_factory=dict,
+    rules: Annotated[Mapping[RuleName, RuleValue], AfterValidator(_freeze)] = Field(
+        default_factory=lambda: MappingProxyType({}),
         description="Named business-rule parameters, usable in prompts and skills as template "
         "variables, e.g. free_shipping_threshold: 99.",
     )
     render: RenderSettings = Field(default_factory=RenderSettings)
+
+    @field_serializer("rules")
+    def _rules_as_dict(self, rules: Mapping[str, RuleValue]) -> dict[str, RuleValue]:
+        return dict(rules)
 
 
 

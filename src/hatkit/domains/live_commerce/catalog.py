@@ -101,9 +101,16 @@ class Catalog(_Frozen):
         skus = [v.sku for p in self.products for v in p.variants]
         if len(skus) != len(set(skus)):
             raise ValueError("duplicate variant SKUs")
-        codes = {c.code for c in self.coupons}
+        codes = [c.code for c in self.coupons]
+        if len(codes) != len(set(codes)):
+            raise ValueError("duplicate coupon codes")
+        if lower := [c for c in codes if c != c.upper()]:
+            raise ValueError(f"coupon codes must be upper case: {lower}")
+        promos = [pr.id for p in self.products for pr in p.promotions]
+        if len(promos) != len(set(promos)):
+            raise ValueError("duplicate promotion ids")
         for p in self.products:
-            missing = set(p.coupon_codes) - codes
+            missing = set(p.coupon_codes) - set(codes)
             if missing:
                 raise ValueError(f"{p.id} references unknown coupons {sorted(missing)}")
         return self
@@ -112,7 +119,7 @@ class Catalog(_Frozen):
         return next((p for p in self.products if p.id == product_id), None)
 
     def coupon(self, code: str) -> Coupon | None:
-        return next((c for c in self.coupons if c.code == code.upper()), None)
+        return next((c for c in self.coupons if c.code == code.strip().upper()), None)
 
 
 @lru_cache(maxsize=1)

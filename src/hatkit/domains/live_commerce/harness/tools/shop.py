@@ -6,7 +6,10 @@ ToolContext, so a harness change changes what the tools answer.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from hatkit.domains.live_commerce.state import ShopState
 from hatkit.harness import ToolContext, tool
@@ -22,7 +25,7 @@ def _state(ctx: ToolContext) -> ShopState:
 
 @tool(permission="catalog.read")
 def search_products(ctx: ToolContext, query: str, category: Category | None = None,
-                    max_results: int = 5) -> list[dict[str, Any]]:
+                    max_results: Annotated[int, Field(ge=1, le=10)] = 5) -> list[dict[str, Any]]:
     """Find products by words in their name, brand, description or specs.
 
     Args:
@@ -30,18 +33,22 @@ def search_products(ctx: ToolContext, query: str, category: Category | None = No
         category: Only this category.
         max_results: At most this many results (1-10).
     """
-    words = [w for w in query.lower().split() if len(w) > 1]
+    words = [w for w in re.findall(r"\w+", query.lower()) if len(w) > 1]
     scored = []
     for p in _state(ctx).catalog.products:
         if category and p.category != category:
             continue
-        hay = " ".join([p.name, p.brand, p.description, p.category, *p.specs.values()]).lower()
-        score = sum(w in hay for w in words) + 2 * sum(w in p.name.lower() for w in words)
+        hay = set(re.findall(r"\w+", " ".join([p.brand, p.description, p.category,
+                                               *p.specs.values()]).lower()))
+        name = set(re.findall(r"\w+", p.name.lower()))
+        # whole words, or a word's start ("earbud" finds "earbuds", "air" does not find "hair")
+        score = sum(any(t.startswith(w) for t in hay) for w in words) + 2 * sum(
+            any(t.startswith(w) for t in name) for w in words)
         if score:
             scored.append((-score, p.id, p))
     return [
         {"product_id": p.id, "name": p.name, "price": p.price, "in_stock": p.total_stock > 0}
-        for _, _, p in sorted(scored)[: max(1, min(max_results, 10))]
+        for _, _, p in sorted(scored)[:max_results]
     ]
 
 
@@ -98,7 +105,7 @@ def get_promotions(ctx: ToolContext, product_id: str) -> dict[str, Any]:
 
 @tool(permission="catalog.read")
 def get_shipping_info(ctx: ToolContext, product_id: str,
-                      order_total: float | None = None) -> dict[str, Any]:
+                      order_total: Annotated[float, Field(ge=0)] | None = None) -> dict[str, Any]:
     """Where a product ships from, delivery days, and the shipping fee for an order total.
 
     Args:
@@ -119,7 +126,8 @@ def get_shipping_info(ctx: ToolContext, product_id: str,
 _RETURNS = {
     "standard": ("return_window_days", "Unused items in original packaging."),
     "extended": ("extended_return_days", "Unused items in original packaging."),
-    "electronics": ("electronics_return_days", "Complete with all accessories; defects are covered by warranty."),
+    "electronics": ("electronics_return_days",
+                    "Complete with all accessories; defects are covered by warranty."),
     "hygiene": (None, "Unopened items only; opened beauty products cannot be returned."),
     "perishable": (None, "Fresh food cannot be returned; report damaged deliveries within 48 hours."),
     "final_sale": (None, "Final sale: no returns or exchanges."),
@@ -156,7 +164,8 @@ def get_size_guide(ctx: ToolContext, product_id: str) -> dict[str, Any]:
 
 
 @tool(kind="write", permission="coupon.apply")
-def apply_coupon(ctx: ToolContext, code: str, product_id: str, quantity: int = 1) -> dict[str, Any]:
+def apply_coupon(ctx: ToolContext, code: str, product_id: str,
+                 quantity: Annotated[int, Field(ge=1, le=99)] = 1) -> dict[str, Any]:
     """Apply a coupon code to the viewer's order of a product and return the new total.
 
     Args:
@@ -173,12 +182,12 @@ def apply_coupon(ctx: ToolContext, code: str, product_id: str, quantity: int = 1
         raise ValueError(f"coupon '{c.code}' is not valid today ({st.today.isoformat()})")
     if c.categories and p.category not in c.categories:
         raise ValueError(f"coupon '{c.code}' does not apply to {p.category}")
-    subtotal = round(p.price * max(1, quantity), 2)
+    subtotal = round(p.price * quantity, 2)
     if subtotal < c.min_spend:
         raise ValueError(f"coupon '{c.code}' needs a minimum spend of {c.min_spend:.2f}")
     pct = min(c.value, float(ctx.rules["max_coupon_percent"])) if c.discount_type == "percent" else None
     discount = round(subtotal * pct / 100, 2) if pct is not None else min(c.value, subtotal)
-    applied = {"code": c.code, "product_id": p.id, "quantity": max(1, quantity),
+    applied = {"code": c.code, "product_id": p.id, "quantity": quantity,
                "subtotal": subtotal, "discount": discount, "total": round(subtotal - discount, 2)}
     st.applied_coupons.append(applied)
     return applied

@@ -1,0 +1,86 @@
+"""The `hatkit` command as a user drives it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import git
+from typer.testing import CliRunner
+
+from conftest import FIXTURES
+from hatkit.cli import app
+
+runner = CliRunner()
+
+
+def test_help_lists_the_jobs() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for word in ("harness", "model", "demo"):
+        assert word in result.output
+    sub = runner.invoke(app, ["harness", "--help"])
+    for word in ("validate", "show", "hash", "render", "commit", "log", "diff", "tag", "rollback"):
+        assert word in sub.output
+
+
+def test_validate_reference_and_hash_agree() -> None:
+    ok = runner.invoke(app, ["harness", "validate", "live_commerce"])
+    digest = runner.invoke(app, ["harness", "hash", "live_commerce"])
+    assert ok.exit_code == 0 and digest.exit_code == 0
+    assert ok.output.split() == ["ok", "live_commerce", digest.output.strip()]
+
+
+def test_validate_broken_prints_file_line_and_fails(minimal_harness: Path) -> None:
+    shutil.copyfile(FIXTURES / "broken" / "unknown_key" / "harness.yaml",
+                    minimal_harness / "harness.yaml")
+    result = runner.invoke(app, ["harness", "validate", str(minimal_harness)])
+    assert result.exit_code == 1
+    assert "harness.yaml:4: unknown key 'colour'" in result.output
+
+
+def test_render_json_and_locale() -> None:
+    result = runner.invoke(app, ["harness", "render", "live_commerce", "--json", "--locale", "zh"])
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert data["locale"] == "zh" and len(data["tools"]) == 9 and len(data["skills"]) == 6
+    bad = runner.invoke(app, ["harness", "render", "live_commerce", "--locale", "fr"])
+    assert bad.exit_code == 1 and "no locale 'fr'" in bad.output
+
+
+def test_show_lists_rules_and_enabled_parts() -> None:
+    result = runner.invoke(app, ["harness", "show", "live_commerce"])
+    assert result.exit_code == 0
+    assert "free_shipping_threshold" in result.output and "apply_coupon" in result.output
+
+
+def test_version_commands_end_to_end(tmp_path: Path, reference_harness: Path) -> None:
+    root = tmp_path / "proj"
+    repo = git.Repo.init(root)
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "T")
+        cw.set_value("user", "email", "t@example.invalid")
+    folder = root / "h"
+    shutil.copytree(reference_harness, folder)
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+    assert runner.invoke(app, ["harness", "commit", str(folder), "-m", "v1"]).exit_code == 0
+    assert runner.invoke(app, ["harness", "tag", str(folder), "week-48"]).exit_code == 0
+    spec = folder / "harness.yaml"
+    spec.write_text(spec.read_text().replace("host_name: Mia", "host_name: Leo"))
+    diff = runner.invoke(app, ["harness", "diff", str(folder), "week-48"])
+    assert diff.exit_code == 0 and '~ host_name: "Mia" -> "Leo"' in diff.output
+    assert runner.invoke(app, ["harness", "commit", str(folder), "-m", "v2"]).exit_code == 0
+    log = runner.invoke(app, ["harness", "log", str(folder)])
+    assert "week-48" in log.output and "v2" in log.output
+    back = runner.invoke(app, ["harness", "rollback", str(folder), "week-48"])
+    assert back.exit_code == 0, back.output
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    again = runner.invoke(app, ["harness", "tag", str(folder), "week-48"])
+    assert again.exit_code == 1 and "already exists" in again.output
+
+
+def test_version_command_outside_git_is_clear(reference_harness: Path) -> None:
+    result = runner.invoke(app, ["harness", "log", str(reference_harness)])
+    assert result.exit_code == 1 and "not inside a git repository" in result.output

@@ -1,0 +1,37 @@
+"""Tiny random-weight models for the default test tier (built from a config, no download)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def tiny_tokenizer() -> Any:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<unk>", "<|im_start|>", "<|im_end|>", "system", "user", "assistant", "\n"]
+    words += [chr(c) for c in range(ord("a"), ord("z") + 1)] + list("0123456789$.,!?'")
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<|im_end|>",
+                                   bos_token="<|im_start|>", pad_token="<|im_end|>")
+    fast.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def tiny_llama(vocab_size: int, seed: int = 0) -> Any:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=vocab_size, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=512, tie_word_embeddings=True,
+                         eos_token_id=2, bos_token_id=1, pad_token_id=2)
+    return LlamaForCausalLM(config).eval()
