@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .harness import HarnessError, load_harness
+from .harness import Harness, HarnessError, load_harness
 from .harness.diff import diff_harnesses
 from .harness.versioning import HarnessRepo, VersioningError
 
@@ -25,11 +25,16 @@ model_app = typer.Typer(help="The embedded default model (SmolLM2-135M-Instruct)
 app.add_typer(harness_app, name="harness")
 app.add_typer(model_app, name="model")
 
-console = Console(soft_wrap=True)
+console = Console()
 err = Console(stderr=True, soft_wrap=True)
 
 HarnessArg = Annotated[str, typer.Argument(
     help="A harness folder, or the name of a shipped one (e.g. live_commerce).")]
+
+
+def _say(text: str) -> None:
+    """One line that must not wrap (hashes, paths), with markup but no auto-highlighting."""
+    console.print(text, highlight=False, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -37,7 +42,7 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _load(ref: str):  # type: ignore[no-untyped-def]
+def _load(ref: str) -> Harness:
     try:
         return load_harness(ref)
     except HarnessError as exc:
@@ -60,7 +65,7 @@ def _repo(folder: str) -> HarnessRepo:
 def harness_validate(harness: HarnessArg = "live_commerce") -> None:
     """Check a harness folder; print every problem as file:line: message."""
     h = _load(harness)
-    console.print(f"[green]ok[/] {h.name} {h.content_hash}", highlight=False)
+    _say(f"[green]ok[/] {h.name} {h.content_hash}")
 
 
 @harness_app.command("hash")
@@ -73,7 +78,7 @@ def harness_hash(harness: HarnessArg = "live_commerce") -> None:
 def harness_show(harness: HarnessArg = "live_commerce") -> None:
     """Summarise a harness: settings, rules, and what is enabled."""
     h = _load(harness)
-    console.print(f"[bold]{h.name}[/]  {h.content_hash[:12]}  {h.root}", highlight=False)
+    _say(f"[bold]{h.name}[/]  {h.content_hash[:12]}  {h.root}")
     console.print(h.spec.description)
     console.print(f"locale {h.spec.locale} (ships {', '.join(h.spec.locales)}); "
                   f"model {h.spec.model.model_dump()}; limits {h.spec.limits.model_dump()}")
@@ -127,7 +132,7 @@ def harness_commit(
         entry = repo.commit(message)
     except VersioningError as exc:
         raise _fail(str(exc)) from None
-    console.print(f"committed {entry.sha[:12]}  harness {entry.harness_hash}", highlight=False)
+    _say(f"committed {entry.sha[:12]}  harness {entry.harness_hash}")
 
 
 @harness_app.command("log")
@@ -174,7 +179,7 @@ def harness_tag(
         sha = _repo(folder).tag(name, rev, message)
     except VersioningError as exc:
         raise _fail(str(exc)) from None
-    console.print(f"tagged {sha[:12]} as {name}", highlight=False)
+    _say(f"tagged {sha[:12]} as {name}")
 
 
 @harness_app.command("rollback")
@@ -189,7 +194,7 @@ def harness_rollback(
         restored = _repo(folder).rollback(rev, force=force, commit=commit)
     except VersioningError as exc:
         raise _fail(str(exc)) from None
-    console.print(f"restored {folder} to {rev}; harness {restored}", highlight=False)
+    _say(f"restored {folder} to {rev}; harness {restored}")
 
 
 @model_app.command("prepare")
@@ -201,7 +206,7 @@ def model_prepare() -> None:
         path = ensure_default_model()
     except DefaultModelError as exc:
         raise _fail(str(exc)) from None
-    console.print(f"default model ready at {path}", highlight=False)
+    _say(f"default model ready at {path}")
 
 
 @model_app.command("status")
@@ -210,7 +215,7 @@ def model_status() -> None:
     from .models import cache_status
 
     st = cache_status()
-    console.print(f"{'ok' if st.ok else 'not ready'}: {st.path} ({st.reason})", highlight=False)
+    _say(f"{'ok' if st.ok else 'not ready'}: {st.path} ({st.reason})")
     raise typer.Exit(0 if st.ok else 1)
 
 
