@@ -128,3 +128,14 @@ def test_unknown_revision(repo_harness: Path) -> None:
     repo.commit("v1")
     with pytest.raises(VersioningError, match="unknown revision 'nope'"):
         repo.rollback("nope")
+
+
+def test_diff_shows_tool_code_changes(reference_harness: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(reference_harness, other)
+    shop = other / "tools" / "shop.py"
+    shop.write_text(shop.read_text().replace('"ships_from": p.shipping.ships_from,',
+                                             '"ships_from": p.shipping.ships_from.upper(),'))
+    d = diff_harnesses(load_harness(reference_harness), load_harness(other))
+    assert [(c.section, c.name) for c in d.changes] == [("tools", "get_shipping_info")]
+    assert any(line.startswith("+") and ".upper()" in line for line in d.changes[0].detail)

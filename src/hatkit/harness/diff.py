@@ -4,6 +4,7 @@ prompts changed, rather than a wall of file hunks."""
 from __future__ import annotations
 
 import difflib
+import inspect
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,13 +116,12 @@ def diff_harnesses(a: Harness, b: Harness) -> HarnessDiff:
     code_b = _tool_code(b)
     for name in sorted(code_a.keys() & code_b.keys()):
         if code_a[name] != code_b[name] and name not in {c.name for c in changes}:
-            changes.append(Change("tools", name, "changed", detail=["(implementation changed)"]))
+            changes.append(Change("tools", name, "changed",
+                                  detail=_text_diff(code_a[name], code_b[name], f"{name} (code)")))
     return HarnessDiff(a.content_hash, b.content_hash, changes)
 
 
 def _tool_code(h: Harness) -> dict[str, str]:
-    import inspect
-
     out = {}
     for name, t in h.tools.items():
         try:
