@@ -36,7 +36,7 @@ def test_render_substitutes_rule_values_everywhere() -> None:
     assert "exceed 30% off" in r.system_prompt        # a skill body
     assert "{{" not in r.system_prompt and "{%" not in r.system_prompt
     assert [t["function"]["name"] for t in r.tools][:2] == ["search_products", "get_product_details"]
-    assert '"name": "check_stock"' in r.system_prompt  # tool schemas rendered for SmolLM2
+    assert '- check_stock(product_id: string, size?: string' in r.system_prompt  # for SmolLM2
     assert r.harness_hash == load_harness("live_commerce").content_hash
 
 
@@ -64,7 +64,14 @@ def test_index_mode_lists_skills_without_bodies(minimal_harness: Path) -> None:
     assert "greet: Use when a viewer says hello." in r.system_prompt
     assert "Greet the viewer by name" not in r.system_prompt
     assert '"name": "lookup"' not in r.system_prompt
-    assert len(r.tools) == 2  # native tool schemas are still provided
+    names = [t["function"]["name"] for t in r.tools]  # native schemas are still provided
+    assert names == ["lookup", "reserve", "load_skill"]
+    load_skill = load_harness(minimal_harness).runtime_tools()[-1]
+    assert load_skill.call({"name": "greet"}) == {
+        "skill": "greet",
+        "instructions": "Greet the viewer by name and mention Tiny Shop.\nShipping is free from $50."}
+    with pytest.raises(LookupError, match="available: greet"):
+        load_skill.call({"name": "upsell"})
 
 
 def test_harness_is_immutable() -> None:

@@ -13,6 +13,8 @@ from . import prompts as tpl
 from .hooks import Hook, HookRule
 from .skills import Skill
 from .spec import HarnessSpec
+from .builtins import load_skill_tool
+from .signature import compact_signature
 from .tools import ToolSpec
 
 
@@ -25,7 +27,7 @@ class RenderedHarness:
     locale: str
     system_prompt: str
     tools: list[dict[str, Any]]
-    """OpenAI function-calling schemas of the enabled tools (for backends with native tools)."""
+    """OpenAI function-calling schemas of the runtime tools (for backends with native tools)."""
     skills: list[tuple[str, str]]
     """(name, description) of the enabled skills."""
 
@@ -63,6 +65,16 @@ class Harness:
     def enabled_tools(self) -> list[ToolSpec]:
         return [self.tools[n] for n in self.spec.enabled.tools]
 
+    def runtime_tools(self, locale: str | None = None) -> list[ToolSpec]:
+        """Enabled tools plus the built-ins the settings call for (load_skill in index mode)."""
+        tools = self.enabled_tools()
+        if self.spec.render.skills == "index" and self.spec.enabled.skills:
+            env = tpl.make_environment(self.templates)
+            ctx = self.template_context(locale)
+            bodies = {s.name: tpl.render(env, s.body, ctx) for s in self.enabled_skills(locale)}
+            tools.append(load_skill_tool(bodies))
+        return tools
+
     def enabled_skills(self, locale: str | None = None) -> list[Skill]:
         loc = locale or self.spec.locale
         return [self.localized_skills.get((n, loc), self.skills[n]) for n in self.spec.enabled.skills]
@@ -82,8 +94,13 @@ class Harness:
                    harness={"name": self.spec.name, "description": self.spec.description})
         return ctx
 
-    def render(self, locale: str | None = None) -> RenderedHarness:
-        """Render the system prompt (persona, skills, tools) for `locale` (default: the spec's)."""
+    def render(self, locale: str | None = None, tools_in_prompt: bool | None = None,
+               ) -> RenderedHarness:
+        """Render the system prompt (persona, skills, tools) for `locale` (default: the spec's).
+
+        `tools_in_prompt=False` leaves tool descriptions out of the prompt, for backends that
+        pass tool schemas natively (chat templates with a tools section, HTTP APIs).
+        """
         loc = locale or self.spec.locale
         if loc not in self.spec.locales:
             raise ValueError(f"harness '{self.name}' has no locale '{loc}' "
@@ -95,12 +112,15 @@ class Harness:
              "body": tpl.render(env, s.body, ctx) if self.spec.render.skills == "full" else ""}
             for s in self.enabled_skills(loc)
         ]
-        tools = [t.openai_schema() for t in self.enabled_tools()]
+        runtime = self.runtime_tools(loc)
+        tools = [t.openai_schema() for t in runtime]
+        in_prompt = self.spec.render.tools_in_prompt if tools_in_prompt is None else tools_in_prompt
         prompt_tools = [
             {"name": t.name, "description": t.description,
-             "json": json.dumps(t.openai_schema()["function"], ensure_ascii=False)}
-            for t in self.enabled_tools()
-        ] if self.spec.render.tools_in_prompt else []
+             "json": json.dumps(t.openai_schema()["function"], ensure_ascii=False),
+             "signature": compact_signature(t.openai_schema()["function"])}
+            for t in runtime
+        ] if in_prompt else []
         system = tpl.render(env, self.templates[system_template(loc, self.spec.locale)],
                             {**ctx, "skills": skills, "tools": prompt_tools})
         return RenderedHarness(

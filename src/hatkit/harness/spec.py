@@ -53,6 +53,9 @@ class Limits(_Strict):
     max_tool_calls: int = Field(default=8, ge=0, le=64, description="Tool calls per message.")
     tool_timeout_s: float = Field(default=5.0, gt=0, le=600, description="Per tool call.")
     max_parse_retries: int = Field(default=2, ge=0, le=10, description="Malformed-call retries.")
+    max_reply_retries: int = Field(
+        default=1, ge=0, le=5, description="Regenerations after a hook vetoes a reply."
+    )
 
 
 class Enabled(_Strict):
@@ -101,6 +104,11 @@ class HarnessSpec(_Strict):
         "variables, e.g. free_shipping_threshold: 99.",
     )
     render: RenderSettings = Field(default_factory=RenderSettings)
+    fallback_reply: str = Field(
+        default="Sorry, I can't answer that right now. A human agent will follow up in the chat.",
+        description="Sent when the agent cannot produce an acceptable reply (turn budget spent, "
+        "every retry vetoed, model error).",
+    )
 
     @field_serializer("rules")
     def _rules_as_dict(self, rules: Mapping[str, RuleValue]) -> dict[str, RuleValue]:
