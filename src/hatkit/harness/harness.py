@@ -10,11 +10,11 @@ from types import MappingProxyType
 from typing import Any
 
 from . import prompts as tpl
+from .builtins import load_skill_tool
 from .hooks import Hook, HookRule
+from .signature import compact_signature
 from .skills import Skill
 from .spec import HarnessSpec
-from .builtins import load_skill_tool
-from .signature import compact_signature
 from .tools import ToolSpec
 
 

@@ -146,7 +146,7 @@ def _import_file(root: Path, path: Path, problems: Problems) -> ModuleType | Non
     except SyntaxError as exc:
         problems.add(rel, exc.lineno, f"syntax error: {exc.msg}")
         return None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any error in user code becomes a Problem
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
         problems.add(rel, frames[-1].lineno if frames else None,
                      f"importing failed: {type(exc).__name__}: {exc}")

@@ -108,7 +108,7 @@ def tool_spec(fn: Callable[..., Any]) -> ToolSpec:
         raise ToolSchemaError(f"tool '{name}' has no docstring; the model needs a description")
     try:
         hints = get_type_hints(fn, include_extras=True)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure to resolve annotations
         raise ToolSchemaError(f"tool '{name}': cannot resolve type hints ({exc})") from None
     arg_docs = {p.arg_name: (p.description or "").strip() for p in doc.params}
     fields: dict[str, Any] = {}
@@ -124,7 +124,7 @@ def tool_spec(fn: Callable[..., Any]) -> ToolSpec:
         default = ... if param.default is param.empty else param.default
         try:
             TypeAdapter(hints[pname]).json_schema()
-        except Exception:
+        except Exception:  # noqa: BLE001 - pydantic raises several kinds here
             shown = getattr(hints[pname], "__name__", repr(hints[pname]))
             raise ToolSchemaError(f"tool '{name}': parameter '{pname}' has type {shown}, which "
                                   "cannot become a JSON schema") from None
@@ -132,7 +132,7 @@ def tool_spec(fn: Callable[..., Any]) -> ToolSpec:
     try:
         model = create_model(f"{name}_args", __base__=_Args, **fields)
         schema = model.model_json_schema()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - pydantic raises several kinds here
         raise ToolSchemaError(f"tool '{name}': signature cannot become a JSON schema ({exc})") from None
     return ToolSpec(
         name=name, description=summary, parameters=_clean(schema), kind=meta.kind,

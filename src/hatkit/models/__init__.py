@@ -1,5 +1,8 @@
-"""Model backends. For now: the embedded default model and its local cache."""
+"""Model backends behind one protocol (`ChatModel`): local transformers with prefix caching
+and batching, any OpenAI-compatible server (vLLM, SGLang, ...), and a scripted model for
+tests. Also the embedded default model and its local cache."""
 
+from .base import ChatMessage, ChatModel, ModelError, ModelOutput, ModelRequest, ToolCall
 from .cache import hatkit_home
 from .default_model import (
     DefaultModelError,
@@ -7,8 +10,12 @@ from .default_model import (
     ensure_default_model,
     load_default_model,
 )
+from .local import LocalModel
+from .openai_compat import OpenAICompatibleModel
+from .scripted import ScriptedModel
 
 __all__ = [
-    "DefaultModelError", "cache_status", "ensure_default_model", "hatkit_home",
-    "load_default_model",
+    "ChatMessage", "ChatModel", "DefaultModelError", "LocalModel", "ModelError", "ModelOutput",
+    "ModelRequest", "OpenAICompatibleModel", "ScriptedModel", "ToolCall", "cache_status",
+    "ensure_default_model", "hatkit_home", "load_default_model",
 ]

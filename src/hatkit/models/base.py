@@ -86,6 +86,11 @@ class ModelError(RuntimeError):
 class TokenFormat(Protocol):
     """Turns chat messages into prompt token ids for a tokenizer-level backend."""
 
+    eos_id: int
+    """The end-of-turn token the model emits to finish a message."""
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
     def prefix_ids(self, system: ChatMessage, tools: Sequence[Mapping[str, Any]]) -> list[int]: ...
 
     def message_ids(self, history: Sequence[ChatMessage], message: ChatMessage,

@@ -1,0 +1,54 @@
+"""Typed failures of an episode. They become trace events and tool error messages fed back
+to the model; none of them propagates out of a run."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class AgentError(Exception):
+    """Base: `kind` is the stable name written into traces and counted by evaluations."""
+
+    kind: ClassVar[str] = "agent_error"
+
+    def as_payload(self) -> dict[str, dict[str, str]]:
+        """What the model is shown as the tool result."""
+        return {"error": {"type": self.kind, "message": str(self)}}
+
+
+class ToolTimeout(AgentError):
+    kind = "timeout"
+
+
+class MalformedToolCall(AgentError):
+    kind = "malformed_call"
+
+
+class PermissionDenied(AgentError):
+    kind = "permission_denied"
+
+
+class UnknownTool(AgentError):
+    kind = "unknown_tool"
+
+
+class BadArguments(AgentError):
+    kind = "bad_arguments"
+
+
+class ToolException(AgentError):
+    """The tool itself raised (not found, invalid coupon, ...)."""
+
+    kind = "tool_exception"
+
+
+class HookVeto(AgentError):
+    kind = "hook_veto"
+
+
+class ToolBudgetExceeded(AgentError):
+    kind = "tool_budget"
+
+
+ERROR_KINDS = {c.kind: c for c in (ToolTimeout, MalformedToolCall, PermissionDenied, UnknownTool,
+                                   BadArguments, ToolException, HookVeto, ToolBudgetExceeded)}

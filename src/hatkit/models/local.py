@@ -1,0 +1,184 @@
+"""Local transformers backend with prefix caching and batched decoding.
+
+Every episode of a harness starts with the same rendered system prompt (about 1,500 tokens).
+Prefilling it costs seconds on a CPU, so its KV cache is computed once per prefix and
+copied into each call; episodes waiting on the model at the same time decode in one batch.
+Rows of a batch share the cached prefix and are padded *between* prefix and suffix, so the
+prefix keeps its positions and greedy outputs match unbatched ones.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .base import FinishReason, ModelOutput, ModelRequest
+from .chat_format import ChatTemplateFormat
+
+
+class LocalModel:
+    """A transformers causal LM behind the ChatModel protocol."""
+
+    def __init__(self, model: Any, tokenizer: Any, model_id: str, *,
+                 native_tools: bool | None = None, max_batch: int = 8,
+                 prefix_cache: bool = True, prefix_cache_size: int = 4) -> None:
+        self.model = model.eval()
+        self.tok = tokenizer
+        self.model_id = model_id
+        template = str(getattr(tokenizer, "chat_template", "") or "")
+        self.native_tools = ("tools" in template) if native_tools is None else native_tools
+        self.max_batch = max(1, max_batch)
+        self.use_prefix_cache = prefix_cache
+        self._cache: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self._cache_size = prefix_cache_size
+        self._format = ChatTemplateFormat(tokenizer, self.native_tools)
+        self.pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None
+                          else tokenizer.eos_token_id)
+        self.stats = {"prefix_hits": 0, "prefix_misses": 0, "batches": 0, "rows": 0}
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, **kwargs: Any) -> LocalModel:
+        """Load a local checkpoint folder (fp32 on CPU; the dtype it was saved in on GPU)."""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtype = torch.float32 if device == "cpu" else "auto"
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        model = model.to(device)  # type: ignore[arg-type]
+        return cls(model, tok, model_id=kwargs.pop("model_id", f"local:{Path(path).name}"), **kwargs)
+
+    @classmethod
+    def default(cls, **kwargs: Any) -> LocalModel:
+        """The embedded SmolLM2-135M-Instruct from the local cache (built once if needed)."""
+        from .default_model import MODEL_ID, ensure_default_model
+
+        return cls.from_pretrained(ensure_default_model(), model_id=f"local:{MODEL_ID}", **kwargs)
+
+    def token_format(self) -> ChatTemplateFormat:
+        return self._format
+
+    # -- generation --
+    def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
+        outputs: list[ModelOutput | None] = [None] * len(requests)
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, r in enumerate(requests):
+            if r.prompt_ids is None:
+                raise ValueError("LocalModel needs prompt_ids (the agent loop provides them)")
+            prefix = tuple(r.prompt_ids[: r.prefix_len]) if self.use_prefix_cache else ()
+            key = (prefix, r.temperature, r.top_p, tuple(r.stop), r.max_new_tokens)
+            groups.setdefault(key, []).append(i)
+        for idx in groups.values():
+            for start in range(0, len(idx), self.max_batch):
+                chunk = idx[start:start + self.max_batch]
+                try:
+                    results = self._generate_batch([requests[i] for i in chunk])
+                except Exception as exc:  # noqa: BLE001 - a failed call is data, not a crash
+                    results = [ModelOutput("", finish_reason="error", error=f"{type(exc).__name__}: {exc}")
+                               for _ in chunk]
+                for i, out in zip(chunk, results, strict=True):
+                    outputs[i] = out
+        return [o for o in outputs if o is not None]
+
+    def _prefix_cache(self, prefix: tuple[int, ...]) -> Any:
+        import torch
+
+        if prefix in self._cache:
+            self._cache.move_to_end(prefix)
+            self.stats["prefix_hits"] += 1
+            return self._cache[prefix]
+        self.stats["prefix_misses"] += 1
+        with torch.inference_mode():
+            out = self.model(torch.tensor([list(prefix)], device=self.model.device), use_cache=True)
+        cache = getattr(out, "past_key_values", None)
+        self._cache[prefix] = cache
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return cache
+
+    def _generate_batch(self, reqs: list[ModelRequest]) -> list[ModelOutput]:
+        import torch
+        from transformers import LogitsProcessor, LogitsProcessorList
+
+        first = reqs[0]
+        prompts = [list(r.prompt_ids or []) for r in reqs]
+        p_len = first.prefix_len if self.use_prefix_cache else 0
+        if any(len(p) <= p_len for p in prompts):
+            p_len = 0  # nothing after the prefix: generate without the cache
+        prefix = prompts[0][:p_len]
+        width = max(len(p) - p_len for p in prompts)
+        ids, mask = [], []
+        for p in prompts:
+            pad = width - (len(p) - p_len)
+            ids.append(prefix + [self.pad_id] * pad + p[p_len:])
+            mask.append([1] * p_len + [0] * pad + [1] * (len(p) - p_len))
+        device = self.model.device
+        started = time.perf_counter()
+        stamps: list[float] = []
+
+        class _FirstStep(LogitsProcessor):  # type: ignore[misc]
+            def __call__(self, input_ids: Any, scores: Any) -> Any:
+                if not stamps:
+                    stamps.append(time.perf_counter())
+                return scores
+
+        kwargs: dict[str, Any] = {}
+        if p_len:
+            cache = copy.deepcopy(self._prefix_cache(tuple(prefix)))
+            if len(reqs) > 1:
+                cache.batch_repeat_interleave(len(reqs))
+            kwargs["past_key_values"] = cache
+        if first.stop:
+            kwargs.update(stop_strings=list(first.stop), tokenizer=self.tok)
+        sample = first.temperature > 0
+        if sample:
+            kwargs.update(do_sample=True, temperature=first.temperature, top_p=first.top_p)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=torch.tensor(ids, device=device),
+                attention_mask=torch.tensor(mask, device=device),
+                max_new_tokens=first.max_new_tokens, pad_token_id=self.pad_id,
+                logits_processor=LogitsProcessorList([_FirstStep()]),
+                return_dict_in_generate=True, output_logits=any(r.logprobs for r in reqs),
+                **kwargs)
+        total = time.perf_counter() - started
+        ttft = (stamps[0] - started) if stamps else total
+        self.stats["batches"] += 1
+        self.stats["rows"] += len(reqs)
+        n_in = len(ids[0])
+        results = []
+        for row, r in enumerate(reqs):
+            new = out.sequences[row, n_in:].tolist()
+            keep, reason = self._cut(new, r.stop)
+            logprobs = None
+            if r.logprobs and out.logits is not None:
+                temp = r.temperature if sample else 1.0
+                logprobs = [float(torch.log_softmax(out.logits[t][row].float() / temp, -1)[tok])
+                            for t, tok in enumerate(new[:keep])]
+            ids_kept = new[:keep]
+            results.append(ModelOutput(
+                text=self.tok.decode(ids_kept, skip_special_tokens=True), token_ids=ids_kept,
+                logprobs=logprobs, finish_reason=reason, prompt_tokens=len(prompts[row]),
+                completion_tokens=keep, ttft_s=ttft, total_s=total))
+        return results
+
+    def _cut(self, new: list[int], stop: Sequence[str]) -> tuple[int, FinishReason]:
+        """Where this row really ended: its end-of-turn token or a stop string (inclusive)."""
+        eos = self._format.eos_id
+        end = next((i + 1 for i, t in enumerate(new) if t == eos), None)
+        if stop:
+            text = ""
+            for i, t in enumerate(new[: end or len(new)]):
+                text += self.tok.decode([t], skip_special_tokens=False)
+                if any(s in text for s in stop):
+                    return i + 1, "stop"
+        if end is not None:
+            return end, "stop"
+        return len(new), "length"
