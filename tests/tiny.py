@@ -11,13 +11,14 @@ CHAT_TEMPLATE = (
 
 
 def tiny_tokenizer() -> Any:
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    words = ["<unk>", "<|im_start|>", "<|im_end|>", "system", "user", "assistant", "\n"]
-    words += [chr(c) for c in range(ord("a"), ord("z") + 1)] + list("0123456789$.,!?'")
+    words = ["<unk>", "<|im_start|>", "<|im_end|>", "\n"]
+    words += [chr(c) for c in range(32, 127)]  # one token per printable ASCII character
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
+    tok.decoder = decoders.Fuse()  # characters join back without spaces
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<|im_end|>",
                                    bos_token="<|im_start|>", pad_token="<|im_end|>")
     fast.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
@@ -32,6 +33,6 @@ def tiny_llama(vocab_size: int, seed: int = 0) -> Any:
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=vocab_size, hidden_size=32, intermediate_size=64,
                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=512, tie_word_embeddings=True,
-                         eos_token_id=2, bos_token_id=1, pad_token_id=2)
+                         max_position_embeddings=512, tie_word_embeddings=False,
+                         eos_token_id=2, bos_token_id=1, pad_token_id=2, initializer_range=0.5)
     return LlamaForCausalLM(config).eval()

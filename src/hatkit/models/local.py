@@ -95,7 +95,7 @@ class LocalModel:
         self.stats["prefix_misses"] += 1
         with torch.inference_mode():
             out = self.model(torch.tensor([list(prefix)], device=self.model.device), use_cache=True)
-        cache = getattr(out, "past_key_values", None)
+        cache = out.get("cache") or out.get("past_key_values")
         self._cache[prefix] = cache
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -132,7 +132,7 @@ class LocalModel:
             cache = copy.deepcopy(self._prefix_cache(tuple(prefix)))
             if len(reqs) > 1:
                 cache.batch_repeat_interleave(len(reqs))
-            kwargs["past_key_values"] = cache
+            kwargs["cache"] = cache
         if first.stop:
             kwargs.update(stop_strings=list(first.stop), tokenizer=self.tok)
         sample = first.temperature > 0

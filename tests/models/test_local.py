@@ -1,0 +1,77 @@
+"""LocalModel on a tiny random-weight model: prefix caching and batching change nothing
+about greedy outputs; stop strings and log-probs behave."""
+
+from __future__ import annotations
+
+import torch
+from tiny import tiny_llama, tiny_tokenizer
+
+from hatkit.models.base import ChatMessage, ModelRequest
+from hatkit.models.local import LocalModel
+
+
+def _model(**kwargs: object) -> LocalModel:
+    tok = tiny_tokenizer()
+    return LocalModel(tiny_llama(len(tok), seed=1), tok, "tiny", **kwargs)  # type: ignore[arg-type]
+
+
+def _requests(m: LocalModel, questions: list[str], **kw: object) -> list[ModelRequest]:
+    fmt = m.token_format()
+    system = ChatMessage("system", "you are a shop host. " * 8)
+    prefix = fmt.prefix_ids(system, [])
+    reqs = []
+    for q in questions:
+        user = ChatMessage("user", q)
+        ids = prefix + fmt.message_ids([system], user, []) + fmt.generation_prompt_ids([system, user], [])
+        reqs.append(ModelRequest([system, user], prompt_ids=ids, prefix_len=len(prefix), **kw))  # type: ignore[arg-type]
+    return reqs
+
+
+QUESTIONS = ["price?", "is the red mug in stock in size m?", "hi", "when does it ship to chicago?"]
+
+
+def test_prefix_cache_and_batching_keep_greedy_outputs_identical() -> None:
+    naive = _model(prefix_cache=False, max_batch=1)
+    fast = _model(prefix_cache=True, max_batch=8)
+    reqs = _requests(naive, QUESTIONS, max_new_tokens=12)
+    a = naive.generate(reqs)
+    b = fast.generate(reqs)
+    assert [o.token_ids for o in a] == [o.token_ids for o in b]
+    assert fast.stats["batches"] == 1 and fast.stats["rows"] == 4
+    assert naive.stats["batches"] == 4
+    fast.generate(reqs)
+    assert fast.stats["prefix_misses"] == 1 and fast.stats["prefix_hits"] == 1
+
+
+def test_logprobs_match_greedy_choice() -> None:
+    m = _model()
+    out = m.generate(_requests(m, ["price?"], max_new_tokens=6, logprobs=True))[0]
+    assert out.logprobs is not None and out.token_ids is not None
+    assert len(out.logprobs) == len(out.token_ids) == out.completion_tokens
+    assert all(lp <= 0 for lp in out.logprobs)
+    # recompute the first token's log-prob with a plain forward pass
+    req = _requests(m, ["price?"])[0]
+    with torch.no_grad():
+        logits = m.model(torch.tensor([list(req.prompt_ids or [])])).logits[0, -1]
+    lp = torch.log_softmax(logits, -1)
+    assert int(lp.argmax()) == out.token_ids[0]
+    assert abs(float(lp.max()) - out.logprobs[0]) < 1e-4
+
+
+def test_stop_string_cuts_the_row() -> None:
+    m = _model()
+    free = m.generate(_requests(m, ["hi"], max_new_tokens=20))[0]
+    text = m.tok.decode(free.token_ids or [], skip_special_tokens=False)
+    assert len(text) >= 3
+    stop = text[1:3]  # a string the greedy output is known to produce
+    cut = m.generate(_requests(m, ["hi"], max_new_tokens=20, stop=(stop,)))[0]
+    assert cut.finish_reason == "stop"
+    assert m.tok.decode(cut.token_ids or [], skip_special_tokens=False).endswith(stop)
+    assert len(cut.token_ids or []) <= 3
+
+
+def test_a_failing_batch_is_reported_not_raised() -> None:
+    m = _model()
+    bad = ModelRequest([ChatMessage("user", "x")], prompt_ids=[10**6], max_new_tokens=2)
+    out = m.generate([bad])[0]
+    assert out.finish_reason == "error" and out.error
