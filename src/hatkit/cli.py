@@ -11,10 +11,16 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from .agent import Agent, write_traces
+from .agent.loop import generate_safely
+from .agent.render import trace_lines, trace_summary
 from .harness import Harness, HarnessError, load_harness
 from .harness.diff import diff_harnesses
 from .harness.versioning import HarnessRepo, VersioningError
+from .models.default_model import DefaultModelError
+from .models.select import MODEL_HELP, load_model
 
 app = typer.Typer(help="hatkit: Harness-Aware Training of tool-calling agents.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -219,24 +225,93 @@ def model_status() -> None:
     raise typer.Exit(0 if st.ok else 1)
 
 
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)]
+HarnessOpt = Annotated[str, typer.Option(help="Harness folder or shipped name.")]
+LocaleOpt = Annotated[str | None, typer.Option(help="Render another shipped locale, e.g. zh.")]
+
+
+def _agent(harness: str, model: str, locale: str | None) -> Agent:
+    h = _load(harness)
+    try:
+        with err.status("loading the model..."):
+            backend = load_model(model)
+        return Agent(h, backend, locale=locale)
+    except (ValueError, DefaultModelError) as exc:
+        raise _fail(str(exc)) from None
+
+
 @app.command("demo")
 def demo(
-    harness: Annotated[str, typer.Option(help="Harness folder or shipped name.")] = "live_commerce",
+    harness: HarnessOpt = "live_commerce",
     question: Annotated[list[str] | None, typer.Option(
-        "--question", "-q", help="A viewer question (repeat for several); default: 3 samples.")] = None,
-    max_new_tokens: Annotated[int, typer.Option(min=1, max=1024)] = 96,
-    locale: Annotated[str | None, typer.Option(help="Render another shipped locale.")] = None,
-    show_prompt: Annotated[bool, typer.Option(help="Print the rendered system prompt.")] = True,
+        "--question", "-q", help="A viewer question (repeat for several); default: 10 samples.")] = None,
+    model: ModelOpt = "local",
+    locale: LocaleOpt = None,
+    show_prompt: Annotated[bool, typer.Option(help="Print the rendered system prompt.")] = False,
 ) -> None:
-    """Quick start: render the harness and let the default model answer viewer questions."""
+    """Quick start: viewer questions through the agent loop, with tool calls and latency."""
     from .demo import run_demo
-    from .models import DefaultModelError
 
     _load(harness)
     try:
-        run_demo(harness, question, max_new_tokens, locale, show_prompt, console)
+        run_demo(harness, question, model, locale, show_prompt, console=console)
     except (DefaultModelError, ValueError) as exc:
         raise _fail(str(exc)) from None
+
+
+@app.command("ask")
+def ask(
+    question: Annotated[str, typer.Argument(help="The viewer message.")],
+    harness: HarnessOpt = "live_commerce",
+    model: ModelOpt = "local",
+    locale: LocaleOpt = None,
+    trace: Annotated[Path | None, typer.Option(help="Append the trace to this JSONL file.")] = None,
+) -> None:
+    """Answer one viewer message; print the reply and a summary of the trace."""
+    agent = _agent(harness, model, locale)
+    result = agent.run(question)
+    console.print(trace_summary(result))
+    if trace is not None:
+        trace.parent.mkdir(parents=True, exist_ok=True)
+        write_traces(trace, [result])
+        _say(f"trace appended to {trace}")
+
+
+@app.command("chat")
+def chat(
+    harness: HarnessOpt = "live_commerce",
+    model: ModelOpt = "local",
+    locale: LocaleOpt = None,
+    trace: Annotated[Path | None, typer.Option(help="Write the conversation's trace here on exit.")] = None,
+) -> None:
+    """Talk to the agent as a viewer; tool calls are shown as they happen. Ctrl-D to quit."""
+    agent = _agent(harness, model, locale)
+    episode = agent.episode()
+    _say(f"[bold]{agent.harness.name}[/] on {agent.model.model_id}. Type a message; Ctrl-D quits.")
+    while True:
+        try:
+            text = console.input("[bold]viewer> [/]")
+        except (EOFError, KeyboardInterrupt):
+            break
+        if not text.strip():
+            continue
+        step = episode.ask(text)
+        seen = len(episode.trace.spans)
+        try:
+            request = next(step)
+            while True:
+                out = generate_safely(agent.model, [request])[0]
+                request = step.send(out)
+                for line in trace_lines(episode.trace.spans[seen:]):
+                    console.print(line)
+                seen = len(episode.trace.spans)
+        except StopIteration as done:
+            for line in trace_lines(episode.trace.spans[seen:]):
+                console.print(line)
+            console.print(Text.assemble(("host: ", "bold green"), str(done.value)))
+    if trace is not None:
+        write_traces(trace, [episode.trace])
+        _say(f"trace written to {trace}")
 
 
 def main() -> None:

@@ -75,3 +75,27 @@ def test_a_failing_batch_is_reported_not_raised() -> None:
     bad = ModelRequest([ChatMessage("user", "x")], prompt_ids=[10**6], max_new_tokens=2)
     out = m.generate([bad])[0]
     assert out.finish_reason == "error" and out.error
+
+
+def test_decoder_matches_transformers_generate() -> None:
+    m = _model(max_batch=8)
+    reqs = _requests(m, QUESTIONS, max_new_tokens=10)
+    ours = m.generate(reqs)
+    for req, out in zip(reqs, ours, strict=True):
+        prompt = torch.tensor([list(req.prompt_ids or [])])
+        with torch.no_grad():
+            ref = m.model.generate(prompt, max_new_tokens=10, do_sample=False, pad_token_id=2)
+        ref_ids = ref[0, prompt.shape[1]:].tolist()
+        if 2 in ref_ids:  # generate pads after the end-of-turn token
+            ref_ids = ref_ids[: ref_ids.index(2) + 1]
+        assert out.token_ids == ref_ids
+
+
+def test_sampling_is_seeded_and_logprobs_are_of_the_sampled_tokens() -> None:
+    m = _model()
+    torch.manual_seed(0)
+    a = m.generate(_requests(m, ["hi"], max_new_tokens=8, temperature=1.0, logprobs=True))[0]
+    torch.manual_seed(0)
+    b = m.generate(_requests(m, ["hi"], max_new_tokens=8, temperature=1.0, logprobs=True))[0]
+    assert a.token_ids == b.token_ids and a.logprobs == b.logprobs
+    assert a.logprobs is not None and all(lp <= 0 for lp in a.logprobs)

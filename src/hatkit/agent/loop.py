@@ -49,7 +49,7 @@ class Agent:
         self.tools = {t.name: t for t in harness.runtime_tools(self.locale)}
         self.hooks = harness.enabled_hooks()
         self.permissions = frozenset(harness.spec.permissions if permissions is None else permissions)
-        self.state_factory = state_factory or (lambda: None)
+        self.state_factory = state_factory or harness.new_state
         self.tool_runner = tool_runner or ThreadToolRunner()
         self.temperature = harness.spec.model.temperature if temperature is None else temperature
         self.logprobs = logprobs
@@ -84,11 +84,7 @@ def drive(model: ChatModel, steps: Sequence[Step]) -> list[str]:
             results[i] = done.value
     while pending:
         order = list(pending)
-        try:
-            outputs = model.generate([pending[i] for i in order])
-        except Exception as exc:  # noqa: BLE001 - a backend crash ends episodes cleanly
-            outputs = [ModelOutput("", finish_reason="error", error=f"{type(exc).__name__}: {exc}")
-                       for _ in order]
+        outputs = generate_safely(model, [pending[i] for i in order])
         for i, out in zip(order, outputs, strict=True):
             try:
                 pending[i] = steps[i].send(out)
@@ -96,6 +92,18 @@ def drive(model: ChatModel, steps: Sequence[Step]) -> list[str]:
                 results[i] = done.value
                 del pending[i]
     return results
+
+
+def generate_safely(model: ChatModel, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
+    """model.generate, with a backend crash turned into error outputs (errors are data)."""
+    try:
+        outputs = model.generate(requests)
+        if len(outputs) != len(requests):
+            raise RuntimeError(f"backend returned {len(outputs)} outputs for {len(requests)} requests")
+        return outputs
+    except Exception as exc:  # noqa: BLE001 - a backend crash ends episodes cleanly
+        return [ModelOutput("", finish_reason="error", error=f"{type(exc).__name__}: {exc}")
+                for _ in requests]
 
 
 class Episode:

@@ -62,6 +62,10 @@ class Harness:
     def rules(self) -> Mapping[str, Any]:
         return MappingProxyType(dict(self.spec.rules))
 
+    def new_state(self) -> Any:
+        """A fresh per-episode domain state (None when the harness declares none)."""
+        return import_object(self.spec.state)() if self.spec.state else None
+
     def enabled_tools(self) -> list[ToolSpec]:
         return [self.tools[n] for n in self.spec.enabled.tools]
 
@@ -128,6 +132,14 @@ class Harness:
             system_prompt=system.strip() + "\n", tools=tools,
             skills=[(s.name, s.description) for s in self.enabled_skills(loc)],
         )
+
+
+def import_object(ref: str) -> Any:
+    """'package.module:Name' -> the object."""
+    import importlib
+
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def system_template(locale: str, default_locale: str) -> str:

@@ -63,6 +63,8 @@ def load_harness(ref: str | Path) -> Harness:
     problems.raise_if_any(root)
     assert spec is not None
 
+    if spec.state is not None:
+        _check_state(spec.state, line_for(lines, ("state",)), problems)
     templates = _load_templates(root, spec, lines, problems)
     skills, localized = _load_skills(root, spec, lines, problems)
     tools = _load_tools(root, spec, lines, problems)
@@ -76,6 +78,18 @@ def load_harness(ref: str | Path) -> Harness:
     _check_templates(harness, problems)
     problems.raise_if_any(root)
     return harness
+
+
+def _check_state(ref: str, line: int | None, problems: Problems) -> None:
+    from .harness import import_object
+
+    try:
+        obj = import_object(ref)
+    except (ImportError, AttributeError) as exc:
+        problems.add(SPEC_FILE, line, f"state '{ref}' cannot be imported: {exc}")
+        return
+    if not callable(obj):
+        problems.add(SPEC_FILE, line, f"state '{ref}' is not a class or factory")
 
 
 def _read(path: Path) -> str:

@@ -104,6 +104,11 @@ class HarnessSpec(_Strict):
         "variables, e.g. free_shipping_threshold: 99.",
     )
     render: RenderSettings = Field(default_factory=RenderSettings)
+    state: str | None = Field(
+        default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        description="'module:Class' of the per-episode domain state the tools read and write; "
+        "called with no arguments to start each episode.",
+    )
     fallback_reply: str = Field(
         default="Sorry, I can't answer that right now. A human agent will follow up in the chat.",
         description="Sent when the agent cannot produce an acceptable reply (turn budget spent, "

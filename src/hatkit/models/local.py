@@ -4,20 +4,21 @@ Every episode of a harness starts with the same rendered system prompt (about 1,
 Prefilling it costs seconds on a CPU, so its KV cache is computed once per prefix and
 copied into each call; episodes waiting on the model at the same time decode in one batch.
 Rows of a batch share the cached prefix and are padded *between* prefix and suffix, so the
-prefix keeps its positions and greedy outputs match unbatched ones.
+prefix keeps its positions and greedy outputs match unbatched ones; decoding itself is in
+`decoding.py`.
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .base import FinishReason, ModelOutput, ModelRequest
+from .base import ModelOutput, ModelRequest
 from .chat_format import ChatTemplateFormat
+from .decoding import decode_batch
 
 
 class LocalModel:
@@ -102,83 +103,30 @@ class LocalModel:
         return cache
 
     def _generate_batch(self, reqs: list[ModelRequest]) -> list[ModelOutput]:
-        import torch
-        from transformers import LogitsProcessor, LogitsProcessorList
-
         first = reqs[0]
         prompts = [list(r.prompt_ids or []) for r in reqs]
         p_len = first.prefix_len if self.use_prefix_cache else 0
         if any(len(p) <= p_len for p in prompts):
-            p_len = 0  # nothing after the prefix: generate without the cache
-        prefix = prompts[0][:p_len]
-        width = max(len(p) - p_len for p in prompts)
-        ids, mask = [], []
-        for p in prompts:
-            pad = width - (len(p) - p_len)
-            ids.append(prefix + [self.pad_id] * pad + p[p_len:])
-            mask.append([1] * p_len + [0] * pad + [1] * (len(p) - p_len))
-        device = self.model.device
+            p_len = 0  # nothing after the prefix: decode without the cache
+        cache = self._prefix_cache(tuple(prompts[0][:p_len])) if p_len else None
+        texts = [""] * len(reqs)
+
+        def stopped(row: int, ids: list[int]) -> bool:
+            texts[row] += self.tok.decode(ids[-1:], skip_special_tokens=False)
+            return any(s in texts[row][-(len(s) + 16):] for s in first.stop)
+
         started = time.perf_counter()
-        stamps: list[float] = []
-
-        class _FirstStep(LogitsProcessor):  # type: ignore[misc]
-            def __call__(self, input_ids: Any, scores: Any) -> Any:
-                if not stamps:
-                    stamps.append(time.perf_counter())
-                return scores
-
-        kwargs: dict[str, Any] = {}
-        if p_len:
-            cache = copy.deepcopy(self._prefix_cache(tuple(prefix)))
-            if len(reqs) > 1:
-                cache.batch_repeat_interleave(len(reqs))
-            kwargs["cache"] = cache
-        if first.stop:
-            kwargs.update(stop_strings=list(first.stop), tokenizer=self.tok)
-        sample = first.temperature > 0
-        if sample:
-            kwargs.update(do_sample=True, temperature=first.temperature, top_p=first.top_p)
-        else:
-            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        with torch.inference_mode():
-            out = self.model.generate(
-                input_ids=torch.tensor(ids, device=device),
-                attention_mask=torch.tensor(mask, device=device),
-                max_new_tokens=first.max_new_tokens, pad_token_id=self.pad_id,
-                logits_processor=LogitsProcessorList([_FirstStep()]),
-                return_dict_in_generate=True, output_logits=any(r.logprobs for r in reqs),
-                **kwargs)
+        rows, ttft = decode_batch(
+            self.model, cache, p_len, [p[p_len:] for p in prompts], eos_id=self._format.eos_id,
+            pad_id=self.pad_id, max_new_tokens=first.max_new_tokens, temperature=first.temperature,
+            top_p=first.top_p, logprobs=any(r.logprobs for r in reqs),
+            stopped=stopped if first.stop else None)
         total = time.perf_counter() - started
-        ttft = (stamps[0] - started) if stamps else total
         self.stats["batches"] += 1
         self.stats["rows"] += len(reqs)
-        n_in = len(ids[0])
-        results = []
-        for row, r in enumerate(reqs):
-            new = out.sequences[row, n_in:].tolist()
-            keep, reason = self._cut(new, r.stop)
-            logprobs = None
-            if r.logprobs and out.logits is not None:
-                temp = r.temperature if sample else 1.0
-                logprobs = [float(torch.log_softmax(out.logits[t][row].float() / temp, -1)[tok])
-                            for t, tok in enumerate(new[:keep])]
-            ids_kept = new[:keep]
-            results.append(ModelOutput(
-                text=self.tok.decode(ids_kept, skip_special_tokens=True), token_ids=ids_kept,
-                logprobs=logprobs, finish_reason=reason, prompt_tokens=len(prompts[row]),
-                completion_tokens=keep, ttft_s=ttft, total_s=total))
-        return results
-
-    def _cut(self, new: list[int], stop: Sequence[str]) -> tuple[int, FinishReason]:
-        """Where this row really ended: its end-of-turn token or a stop string (inclusive)."""
-        eos = self._format.eos_id
-        end = next((i + 1 for i, t in enumerate(new) if t == eos), None)
-        if stop:
-            text = ""
-            for i, t in enumerate(new[: end or len(new)]):
-                text += self.tok.decode([t], skip_special_tokens=False)
-                if any(s in text for s in stop):
-                    return i + 1, "stop"
-        if end is not None:
-            return end, "stop"
-        return len(new), "length"
+        return [ModelOutput(
+            text=self.tok.decode(row.token_ids, skip_special_tokens=True), token_ids=row.token_ids,
+            logprobs=row.logprobs if r.logprobs else None,
+            finish_reason="stop" if row.finish_reason == "stop" else "length",
+            prompt_tokens=len(p), completion_tokens=len(row.token_ids), ttft_s=ttft, total_s=total)
+            for r, p, row in zip(reqs, prompts, rows, strict=True)]
