@@ -25,7 +25,7 @@ run: setup
 	$(BIN)/hatkit demo
 
 lint: setup
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
 test: lint

@@ -250,8 +250,6 @@ def test_malformed_calls_up_to_the_limit_still_allow_a_reply(lc: Harness) -> Non
     assert trace.final_reply == "Let me know more!"
 
 
-@pytest.mark.xfail(strict=True, reason="loop.Episode.ask gives every bad call of a turn the same "
-                   "id f'bad_{turn}', so their tool messages cannot be told apart")
 def test_several_bad_calls_in_one_message_get_distinct_ids(lc: Harness) -> None:
     _, model = run_lc(lc, ["<tool_call>one</tool_call><tool_call>two</tool_call>", "ok!"])
     ids = [m.tool_call_id for m in tool_messages(model.requests[1])]
@@ -714,9 +712,6 @@ def test_native_call_with_raw_arguments_is_malformed(lc: Harness) -> None:
     assert trace.final_reply == PROMO_REPLY
 
 
-@pytest.mark.xfail(strict=True, reason="loop.Episode.ask answers a malformed native call with "
-                   "tool_call_id f'bad_{turn}' instead of the call's id, so an OpenAI-style "
-                   "server gets a tool message matching no tool call")
 def test_malformed_native_call_is_answered_under_its_own_id(lc: Harness) -> None:
     both = ModelOutput("", tool_calls=[
         ToolCall("check_stock", {"product_id": "AP-001"}, "srv_1"), raw_native("srv_2")],

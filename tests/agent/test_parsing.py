@@ -123,8 +123,6 @@ def test_code_fenced_json_without_language_is_unwrapped() -> None:
     assert only_call(out) == ("get_promotions", {"product_id": "EL-001"})
 
 
-@pytest.mark.xfail(strict=True, reason="parsing._parse_call strips a code fence silently: "
-                   "no Repair is recorded, although the module promises to record every repair")
 def test_code_fenced_json_records_a_repair() -> None:
     out = parse_output(f"<tool_call>\n```json\n{GOOD}\n```\n</tool_call>")
     assert out.repairs, "unwrapping a code fence is a repair and should be recorded"
@@ -148,16 +146,12 @@ def test_single_quoted_literals_true_false_null_become_python_values() -> None:
     assert only_call(out) == ("x", {"a": True, "b": False, "c": None})
 
 
-@pytest.mark.xfail(strict=True, reason="parsing._loads rewrites null/true/false with a word-"
-                   "boundary regex over the whole body, so string values are corrupted")
 def test_single_quote_repair_keeps_string_values_intact() -> None:
     out = parse_output("<tool_call>{'name': 'search_products', 'arguments': "
                        "{'query': 'null and void, true story'}}</tool_call>")
     assert only_call(out) == ("search_products", {"query": "null and void, true story"})
 
 
-@pytest.mark.xfail(strict=True, reason="parsing._loads applies the trailing-comma regex inside "
-                   "string values before the single-quote repair, corrupting them")
 def test_trailing_comma_repair_does_not_edit_string_values() -> None:
     out = parse_output("<tool_call>{'name': 'search_products', 'arguments': "
                        "{'query': 'a,}'}}</tool_call>")
@@ -314,23 +308,18 @@ CALL_PIECES = ["</think>", "<tool_call>", "</tool_call>", GOOD, "{", "}", '"', "
 
 
 def test_spans_tile_random_mixtures_of_pieces() -> None:
-    """Reasoning first, then anything but an opening <think> (see the xfail tests below)."""
+    """Reasoning first, then anything but an opening <think>."""
     heads = random_texts(THINK_PIECES, seed=1)
     tails = random_texts(CALL_PIECES, seed=2)
     for head, tail in zip(heads, tails, strict=True):
         assert_spans_tile(parse_output(head + tail))
 
 
-@pytest.mark.xfail(strict=True, reason="parsing.parse_output: a '<think>' opened inside a tool "
-                   "call region is still marked as think, so spans overlap")
 def test_spans_tile_random_mixtures_with_open_think_tags() -> None:
     for text in random_texts([*THINK_PIECES, *CALL_PIECES, "<think>"], seed=1234):
         assert_spans_tile(parse_output(text))
 
 
-@pytest.mark.xfail(strict=True, reason="parsing.parse_output finds <think> inside a tool call's "
-                   "JSON string (think marks are not checked against call marks), so spans "
-                   "overlap and a spurious unclosed_think repair/think text is recorded")
 def test_think_tag_inside_call_arguments_does_not_overlap_spans() -> None:
     text = '<tool_call>{"name": "search_products", "arguments": {"query": "<think>"}}</tool_call>'
     out = parse_output(text)
@@ -376,8 +365,7 @@ def test_parse_output_never_raises_on_random_garbage() -> None:
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
         out = parse_output(text)
         assert out.text == text
-        if "<think>" not in text:  # see the xfail tests on think inside a call
-            assert_spans_tile(out)
+        assert_spans_tile(out)
         for call in out.tool_calls:
             assert isinstance(call.name, str) and call.name
             assert isinstance(call.arguments, dict)
@@ -391,8 +379,6 @@ def test_parse_output_survives_deep_braces() -> None:
         assert parse_output(text).text == text
 
 
-@pytest.mark.xfail(strict=True, reason="parsing._loads: json.loads raises RecursionError on "
-                   "deeply nested arrays and only ValueError is caught, so parse_output raises")
 @pytest.mark.parametrize("body", [
     pytest.param("[" * 5000 + "]" * 5000, id="nested_arrays"),
     pytest.param('{"name": "x", "arguments": {"a": ' + "[" * 5000 + "]" * 5000 + "}}",

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from tiny import tiny_llama, tiny_tokenizer
 
 from hatkit.agent import Agent, Trace
 from hatkit.agent.trace import GENERATED
@@ -16,6 +15,7 @@ from hatkit.harness import load_harness
 from hatkit.models.base import ModelOutput, ModelRequest
 from hatkit.models.chat_format import ChatTemplateFormat
 from hatkit.models.local import LocalModel
+from tiny import tiny_llama, tiny_tokenizer
 
 
 class RecordingLocal(LocalModel):

@@ -4,10 +4,10 @@ about greedy outputs; stop strings and log-probs behave."""
 from __future__ import annotations
 
 import torch
-from tiny import tiny_llama, tiny_tokenizer
 
 from hatkit.models.base import ChatMessage, ModelRequest
 from hatkit.models.local import LocalModel
+from tiny import tiny_llama, tiny_tokenizer
 
 
 def _model(**kwargs: object) -> LocalModel:

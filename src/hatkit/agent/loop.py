@@ -226,13 +226,16 @@ class Episode:
             generated = self._record_generation(out, parsed)
             self.turn += 1
             if parsed.wants_tools:
-                self.messages.append(ChatMessage(
-                    "assistant", parsed.text, tuple(parsed.tool_calls),
-                    native_tool_calls=bool(out.tool_calls)))
+                native = bool(out.tool_calls)
+                answered = list(parsed.tool_calls)
+                if native:  # every native call needs an answer under its own id
+                    answered += [ToolCall(b.name, {}, b.id) for b in parsed.bad_calls]
+                self.messages.append(ChatMessage("assistant", parsed.text, tuple(answered),
+                                                 native_tool_calls=native))
                 parse_failures += len(parsed.bad_calls)
                 for bad in parsed.bad_calls:
                     err = MalformedToolCall(f"{bad.reason}: {bad.raw[:200]}")
-                    self._tool_error(ToolCall("?", {}, f"bad_{self.turn}"), err)
+                    self._tool_error(ToolCall(bad.name or "?", {}, bad.id), err)
                 for call in parsed.tool_calls:
                     calls_made += 1
                     self._handle_call(call, over_budget=calls_made > spec.limits.max_tool_calls)
@@ -271,11 +274,12 @@ class Episode:
         if out.tool_calls:  # a backend with native tools: its calls are authoritative
             parsed.tool_calls, parsed.bad_calls = [], []
             for i, c in enumerate(out.tool_calls):
+                call_id = c.id or f"call_{self.turn}_{i}"
                 if "__raw__" in c.arguments:
-                    parsed.bad_calls.append(BadCall(str(c.arguments["__raw__"]), "arguments are not JSON"))
+                    parsed.bad_calls.append(BadCall(str(c.arguments["__raw__"]),
+                                                    "arguments are not JSON", call_id, c.name))
                 else:
-                    parsed.tool_calls.append(c if c.id else ToolCall(c.name, c.arguments,
-                                                                     f"call_{self.turn}_{i}"))
+                    parsed.tool_calls.append(ToolCall(c.name, c.arguments, call_id))
             parsed.reply = ""
         for r in parsed.repairs:
             self._event("repair", repair=r.kind, detail=r.detail)

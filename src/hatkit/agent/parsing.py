@@ -17,16 +17,17 @@ from ..models.base import ToolCall
 
 Segment = str  # "think_tool" | "think_reply" | "tool_call" | "reply"
 
-_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
-_CALL = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.DOTALL)
+_OPEN = re.compile(r"<think>|<tool_call>")
+_CLOSE = {"<think>": "</think>", "<tool_call>": "</tool_call>"}
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_STRING = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""", re.DOTALL)
 
 
 @dataclass(frozen=True)
 class Repair:
     kind: str
     """missing_close_tag, bare_json, single_quotes, trailing_comma, arguments_string,
-    unclosed_think, missing_arguments."""
+    unclosed_think, missing_arguments, code_fence, trailing_text."""
     detail: str = ""
 
 
@@ -34,6 +35,9 @@ class Repair:
 class BadCall:
     raw: str
     reason: str
+    id: str = ""
+    """The backend's call id (native calls), so the error answers that call."""
+    name: str = ""
 
 
 @dataclass
@@ -62,32 +66,39 @@ def parse_output(text: str, call_prefix: str = "call") -> ParsedOutput:
     """Split model text into think / tool calls / reply; never raises."""
     out = ParsedOutput(text=text)
     marks: list[tuple[int, int, str]] = []  # (start, end, kind) for think and call regions
-    for m in _THINK.finditer(text):
-        if not m.group(0).endswith("</think>"):
-            out.repairs.append(Repair("unclosed_think"))
-        marks.append((m.start(), m.end(), "think"))
-        out.think += m.group(1).strip()
-    bodies: list[tuple[str, bool]] = []
-    for m in _CALL.finditer(text):
-        if any(s <= m.start() < e for s, e, _ in marks):
-            continue
-        closed = bool(m.group(2))
-        if not closed:
-            out.repairs.append(Repair("missing_close_tag"))
-        marks.append((m.start(), m.end(), "call"))
-        bodies.append((m.group(1), closed))
+    bodies: list[str] = []
+    pos = 0
+    while (m := _OPEN.search(text, pos)) is not None:  # one pass: whichever tag opens first
+        tag = m.group(0)
+        close = text.find(_CLOSE[tag], m.end())
+        end = len(text) if close < 0 else close + len(_CLOSE[tag])
+        inner = text[m.end(): len(text) if close < 0 else close]
+        if tag == "<think>":
+            if close < 0:
+                out.repairs.append(Repair("unclosed_think"))
+            marks.append((m.start(), end, "think"))
+            out.think += inner.strip()
+        else:
+            if close < 0:
+                out.repairs.append(Repair("missing_close_tag"))
+            marks.append((m.start(), end, "call"))
+            bodies.append(inner)
+        pos = end
     if not bodies:
         bare = _find_bare_call(text, marks)
         if bare is not None:
-            start, end = bare
+            start, stop = bare
             out.repairs.append(Repair("bare_json"))
-            marks.append((start, end, "call"))
-            bodies.append((text[start:end], True))
-    for i, (body, _) in enumerate(bodies):
-        call, repairs, error = _parse_call(body)
+            marks.append((start, stop, "call"))
+            bodies.append(text[start:stop])
+    for i, body in enumerate(bodies):
+        try:
+            call, repairs, error = _parse_call(body)
+        except (RecursionError, MemoryError):
+            call, repairs, error = None, [], "tool call is nested too deeply"
         out.repairs.extend(repairs)
         if call is None:
-            out.bad_calls.append(BadCall(body.strip()[:500], error))
+            out.bad_calls.append(BadCall(body.strip()[:500], error, f"bad_{call_prefix}_{i}"))
         else:
             out.tool_calls.append(ToolCall(call[0], call[1], f"{call_prefix}_{i}"))
     marks.sort()
@@ -150,13 +161,28 @@ def _balanced_end(text: str, start: int) -> int | None:
     return None
 
 
+def _outside_strings(text: str, pattern: re.Pattern[str], repl: str) -> str:
+    """Apply a regex substitution only outside quoted strings (values stay untouched)."""
+    out, pos = [], 0
+    for m in _STRING.finditer(text):
+        out.append(pattern.sub(repl, text[pos:m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(pattern.sub(repl, text[pos:]))
+    return "".join(out)
+
+
+_LITERALS = [(re.compile(r"\btrue\b"), "True"), (re.compile(r"\bfalse\b"), "False"),
+             (re.compile(r"\bnull\b"), "None")]
+
+
 def _loads(body: str) -> tuple[Any, list[Repair]]:
     repairs: list[Repair] = []
     try:
         return json.loads(body), repairs
     except ValueError:
         pass
-    fixed = _TRAILING_COMMA.sub(r"\1", body)
+    fixed = _outside_strings(body, _TRAILING_COMMA, r"\1")
     if fixed != body:
         repairs.append(Repair("trailing_comma"))
         try:
@@ -164,8 +190,9 @@ def _loads(body: str) -> tuple[Any, list[Repair]]:
         except ValueError:
             pass
     try:  # single quotes: Python-literal syntax, evaluated safely (literals only)
-        pythonish = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False",
-                                                        re.sub(r"\bnull\b", "None", fixed)))
+        pythonish = fixed
+        for pattern, literal in _LITERALS:
+            pythonish = _outside_strings(pythonish, pattern, literal)
         value = ast.literal_eval(pythonish)
         repairs.append(Repair("single_quotes"))
         return value, repairs
@@ -180,14 +207,17 @@ def _loads(body: str) -> tuple[Any, list[Repair]]:
 
 def _parse_call(body: str) -> tuple[tuple[str, dict[str, Any]] | None, list[Repair], str]:
     body = body.strip()
+    fence: list[Repair] = []
     if body.startswith("```"):
         body = body.strip("`").removeprefix("json").strip()
+        fence.append(Repair("code_fence"))
     if not body:
-        return None, [], "empty tool call"
+        return None, fence, "empty tool call"
     try:
         data, repairs = _loads(body)
     except (ValueError, TypeError):
-        return None, [], "tool call is not a JSON object"
+        return None, fence, "tool call is not a JSON object"
+    repairs = fence + repairs
     if not isinstance(data, dict):
         return None, repairs, "tool call is not a JSON object"
     name = data.get("name")
