@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import git
+import pytest
 from typer.testing import CliRunner
 
 from conftest import FIXTURES
@@ -84,3 +85,51 @@ def test_version_commands_end_to_end(tmp_path: Path, reference_harness: Path) ->
 def test_version_command_outside_git_is_clear(reference_harness: Path) -> None:
     result = runner.invoke(app, ["harness", "log", str(reference_harness)])
     assert result.exit_code == 1 and "not inside a git repository" in result.output
+
+
+def _scripted(monkeypatch: pytest.MonkeyPatch, outputs: list[str]) -> None:
+    from hatkit.models.scripted import ScriptedModel
+
+    monkeypatch.setattr("hatkit.cli.load_model", lambda spec: ScriptedModel(outputs))
+
+
+def test_ask_prints_reply_tool_calls_and_writes_the_trace(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from hatkit.agent import read_traces
+    from hatkit.models.scripted import ScriptedModel
+
+    _scripted(monkeypatch, [ScriptedModel.call("check_stock", product_id="AP-001"),
+                            "Yes, size M is in stock!"])
+    out = tmp_path / "traces" / "t.jsonl"
+    result = runner.invoke(app, ["ask", "Is the hoodie in stock in M?", "--trace", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "check_stock" in result.output and "Yes, size M is in stock!" in result.output
+    [trace] = list(read_traces(out))
+    assert trace.tool_calls[0].name == "check_stock" and trace.final_reply == "Yes, size M is in stock!"
+
+
+def test_ask_escapes_markup_in_untrusted_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    _scripted(monkeypatch, ["[red]not markup[/red] <script>alert(1)</script>"])
+    result = runner.invoke(app, ["ask", "[bold]hi[/bold]"])
+    assert result.exit_code == 0
+    assert "[red]not markup[/red] <script>alert(1)</script>" in result.output
+
+
+def test_chat_repl_keeps_the_conversation(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from hatkit.agent import read_traces
+    from hatkit.models.scripted import ScriptedModel
+
+    _scripted(monkeypatch, [ScriptedModel.call("get_size_guide", product_id="AP-001"),
+                            "Take an M.", "You're welcome!"])
+    out = tmp_path / "chat.jsonl"
+    result = runner.invoke(app, ["chat", "--trace", str(out)], input="Which size?\nThanks!\n")
+    assert result.exit_code == 0, result.output
+    assert "get_size_guide" in result.output
+    assert "host: Take an M." in result.output and "host: You're welcome!" in result.output
+    [trace] = list(read_traces(out))
+    assert [s.text for s in trace.spans if s.segment == "user"] == ["Which size?", "Thanks!"]
+
+
+def test_bad_model_spec_is_a_clear_error() -> None:
+    result = runner.invoke(app, ["ask", "hi", "--model", "gpt-banana"])
+    assert result.exit_code == 1 and "unknown model 'gpt-banana'" in result.output
