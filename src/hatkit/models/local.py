@@ -108,7 +108,9 @@ class LocalModel:
         p_len = first.prefix_len if self.use_prefix_cache else 0
         if any(len(p) <= p_len for p in prompts):
             p_len = 0  # nothing after the prefix: decode without the cache
+        t0 = time.perf_counter()  # a prefix-cache miss is part of this call's latency
         cache = self._prefix_cache(tuple(prompts[0][:p_len])) if p_len else None
+        prefill = time.perf_counter() - t0
         texts = [""] * len(reqs)
 
         def stopped(row: int, ids: list[int]) -> bool:
@@ -121,7 +123,8 @@ class LocalModel:
             pad_id=self.pad_id, max_new_tokens=first.max_new_tokens, temperature=first.temperature,
             top_p=first.top_p, logprobs=any(r.logprobs for r in reqs),
             stopped=stopped if first.stop else None)
-        total = time.perf_counter() - started
+        total = time.perf_counter() - started + prefill
+        ttft += prefill
         self.stats["batches"] += 1
         self.stats["rows"] += len(reqs)
         return [ModelOutput(
