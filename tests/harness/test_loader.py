@@ -146,3 +146,26 @@ def test_bad_python_file_is_reported_not_raised(minimal_harness: Path) -> None:
     with pytest.raises(HarnessError) as info:
         load_harness(minimal_harness)
     assert str(info.value.first) == "tools/boom.py:2: importing failed: RuntimeError: kaboom"
+
+
+def test_tool_overrides_rename_everywhere(reference_harness: Path) -> None:
+    spec = reference_harness / "harness.yaml"
+    text = spec.read_text().replace("get_promotions,", "deals_today,")
+    text += ("tool_overrides:\n  get_promotions:\n    name: deals_today\n"
+             "    description: Today's deals for one product.\n")
+    spec.write_text(text)
+    h = load_harness(reference_harness)
+    assert "deals_today" in h.tools and "get_promotions" not in h.tools
+    assert h.tools["deals_today"].canonical == "get_promotions"
+    r = h.render()
+    assert "then call deals_today." in r.system_prompt  # the skill body follows the rename
+    assert "- deals_today(product_id: string) - Today's deals for one product." in r.system_prompt
+    assert "get_promotions" not in r.system_prompt
+
+
+def test_tool_override_of_unknown_function_is_an_error(minimal_harness: Path) -> None:
+    spec = minimal_harness / "harness.yaml"
+    spec.write_text(spec.read_text() + "tool_overrides:\n  lookupp:\n    name: find\n")
+    with pytest.raises(HarnessError) as info:
+        load_harness(minimal_harness)
+    assert "harness.yaml:17: tool_overrides names 'lookupp'" in str(info.value)

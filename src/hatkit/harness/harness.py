@@ -95,7 +95,8 @@ class Harness:
         loc = locale or self.spec.locale
         ctx: dict[str, Any] = dict(self.spec.rules)
         ctx.update(rules=dict(self.spec.rules), locale=loc,
-                   harness={"name": self.spec.name, "description": self.spec.description})
+                   harness={"name": self.spec.name, "description": self.spec.description},
+                   tool={t.canonical: t.name for t in self.tools.values()})
         return ctx
 
     def render(self, locale: str | None = None, tools_in_prompt: bool | None = None,

@@ -5,6 +5,7 @@ Nothing is half-loaded: all checks run first, and a `Harness` is built only when
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import inspect
@@ -191,11 +192,34 @@ def _load_tools(root: Path, spec: HarnessSpec, lines: dict[Any, int],
             if ts.name in tools:
                 problems.add(rel, line, f"tool '{ts.name}' is defined more than once")
             tools[ts.name] = ts
+    if any(p.file.startswith("tools/") for p in problems.items):
+        return tools  # the enabled-but-absent check would only repeat the file's problem
+    tools = _apply_overrides(tools, spec, lines, problems)
     for i, name in enumerate(spec.enabled.tools):
-        if name not in tools and not any(p.file.startswith("tools/") for p in problems.items):
+        if name not in tools:
             problems.add(SPEC_FILE, line_for(lines, ("enabled", "tools", i)),
                          f"tool '{name}' is enabled but no @tool named '{name}' exists in tools/")
     return tools
+
+
+def _apply_overrides(tools: dict[str, ToolSpec], spec: HarnessSpec, lines: dict[Any, int],
+                     problems: Problems) -> dict[str, ToolSpec]:
+    """Rename / re-describe tools as harness.yaml says; keys become the visible names."""
+    by_function = {t.canonical: t for t in tools.values()}
+    out: dict[str, ToolSpec] = {}
+    for canonical, t in by_function.items():
+        o = spec.tool_overrides.get(canonical)
+        new = dataclasses.replace(t, name=(o.name or t.name) if o else t.name,
+                                  description=(o.description or t.description) if o else t.description)
+        if new.name in out:
+            problems.add(SPEC_FILE, line_for(lines, ("tool_overrides", canonical, "name")),
+                         f"tool name '{new.name}' is used twice")
+        out[new.name] = new
+    for canonical in spec.tool_overrides:
+        if canonical not in by_function and by_function:
+            problems.add(SPEC_FILE, line_for(lines, ("tool_overrides", canonical)),
+                         f"tool_overrides names '{canonical}', which is not a @tool function in tools/")
+    return out
 
 
 def _load_hooks(root: Path, spec: HarnessSpec, lines: dict[Any, int], tools: dict[str, ToolSpec],
@@ -229,11 +253,19 @@ def _load_hooks(root: Path, spec: HarnessSpec, lines: dict[Any, int], tools: dic
             if rule.name in rules:
                 problems.add(rel, line_for(where, ("rules", i, "name")),
                              f"hook '{rule.name}' is defined more than once")
-            rules[rule.name] = rule
+            visible = {t.canonical: t.name for t in tools.values()}
+            resolved = []
             for j, tool_name in enumerate(rule.tools_referenced()):
-                if tool_name not in tools and not tools_failed:
+                if tool_name in tools:
+                    resolved.append(tool_name)
+                elif tool_name in visible:  # a function name: follow the harness's rename
+                    resolved.append(visible[tool_name])
+                elif not tools_failed:
                     problems.add(rel, line_for(where, ("rules", i, "tools", j)),
                                  f"hook '{rule.name}' references unknown tool '{tool_name}'")
+            if resolved != rule.tools_referenced():
+                rule = rule.model_copy(update={"tools": resolved})
+            rules[rule.name] = rule
     for path in (p for p in files if p.suffix == ".py"):
         module = _import_file(root, path, problems)
         for _, cls in inspect.getmembers(module or ModuleType("_"), inspect.isclass):

@@ -85,6 +85,15 @@ class RenderSettings(_Strict):
     )
 
 
+class ToolOverride(_Strict):
+    """Rename a tool or rewrite its description without touching its code."""
+
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                             description="The name the model sees.")
+    description: str | None = Field(default=None, min_length=1,
+                                    description="Replaces the docstring's summary.")
+
+
 class HarnessSpec(_Strict):
     """Everything in `harness.yaml`."""
 
@@ -104,6 +113,12 @@ class HarnessSpec(_Strict):
         "variables, e.g. free_shipping_threshold: 99.",
     )
     render: RenderSettings = Field(default_factory=RenderSettings)
+    tool_overrides: dict[str, ToolOverride] = Field(
+        default_factory=dict,
+        description="Function name -> new visible name and/or description. Everything else "
+        "(enabled.tools, hooks) uses the visible name; prompts and skills write "
+        "{{ tool.<function name> }} so that renames reach them.",
+    )
     state: str | None = Field(
         default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
         description="'module:Class' of the per-episode domain state the tools read and write; "

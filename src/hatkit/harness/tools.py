@@ -73,6 +73,8 @@ class ToolSpec:
     fn: Callable[..., Any] = field(compare=False, repr=False)
     args_model: type[BaseModel] = field(compare=False, repr=False)
     context_param: str | None = None
+    canonical: str = ""
+    """The function's own name; stays the same when the harness renames the tool."""
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI function-calling `tools` entry."""
@@ -137,6 +139,7 @@ def tool_spec(fn: Callable[..., Any]) -> ToolSpec:
     return ToolSpec(
         name=name, description=summary, parameters=_clean(schema), kind=meta.kind,
         permission=meta.permission, fn=fn, args_model=model, context_param=context_param,
+        canonical=fn.__name__,
     )
 
 
