@@ -10,6 +10,8 @@ class AgentError(Exception):
     """Base: `kind` is the stable name written into traces and counted by evaluations."""
 
     kind: ClassVar[str] = "agent_error"
+    injected: bool = False
+    """True when a fault injector raised it on purpose (recorded as fault_injected)."""
 
     def as_payload(self) -> dict[str, dict[str, str]]:
         """What the model is shown as the tool result."""
@@ -48,6 +50,15 @@ class HookVeto(AgentError):
 
 class ToolBudgetExceeded(AgentError):
     kind = "tool_budget"
+
+
+class InjectedOutput:
+    """A tool result replaced by a fault injector (malformed, truncated or empty output):
+    the loop feeds `text` to the model as the tool's output and records the fault."""
+
+    def __init__(self, text: str, kind: str) -> None:
+        self.text = text
+        self.kind = kind
 
 
 ERROR_KINDS = {c.kind: c for c in (ToolTimeout, MalformedToolCall, PermissionDenied, UnknownTool,

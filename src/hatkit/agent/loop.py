@@ -19,6 +19,7 @@ from ..models.chat_format import tool_result_text
 from .errors import (
     AgentError,
     HookVeto,
+    InjectedOutput,
     MalformedToolCall,
     PermissionDenied,
     ToolBudgetExceeded,
@@ -308,11 +309,18 @@ class Episode:
             result = agent.tool_runner.run(spec, args, ctx, agent.harness.spec.limits.tool_timeout_s)
         except AgentError as err:
             self.trace.timings.tools_s += time.perf_counter() - t0
+            if err.injected:
+                self._event("fault_injected", fault=err.kind, tool=call.name)
             self._tool_error(call, err, time.perf_counter() - t0)
             return
         seconds = time.perf_counter() - t0
         self.trace.timings.tools_s += seconds
-        text = tool_result_text(result)
+        if isinstance(result, InjectedOutput):
+            self._event("fault_injected", fault=result.kind, tool=call.name)
+            text = result.text
+            result = {"injected_fault": result.kind, "text": result.text}
+        else:
+            text = tool_result_text(result)
         h0 = time.perf_counter()
         post = run_hooks(agent.hooks, PostToolEvent(call.name, args, text))
         self._hook_bookkeeping(post.errors, time.perf_counter() - h0)
