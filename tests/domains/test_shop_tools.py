@@ -139,7 +139,7 @@ def test_product_details_include_compliance_notes(call: Call, catalog: Catalog) 
 @pytest.mark.parametrize("tool", ["get_product_details", "check_stock", "get_promotions",
                                   "get_shipping_info", "get_return_policy", "get_size_guide"])
 def test_unknown_product_id_raises_lookup_error_pointing_to_search(call: Call, tool: str) -> None:
-    with pytest.raises(LookupError, match="search_products"):
+    with pytest.raises(LookupError, match="search the catalog"):
         call(tool, {"product_id": "XX-999"})
 
 

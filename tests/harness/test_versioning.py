@@ -100,7 +100,7 @@ def test_tag_and_diff_between_versions(repo_harness: Path, tmp_path: Path) -> No
     repo.tag("week-48", message="rules for week 48")
     spec = repo_harness / "harness.yaml"
     spec.write_text(spec.read_text().replace("return_window_days: 30", "return_window_days: 14")
-                    .replace("max_turns: 6", "max_turns: 4"))
+                    .replace("max_turns: 8", "max_turns: 4"))
     hooks = repo_harness / "hooks" / "style.yaml"
     hooks.write_text(hooks.read_text().replace("action: truncate", "action: veto"))
     repo.commit("v2")
@@ -110,7 +110,7 @@ def test_tag_and_diff_between_versions(repo_harness: Path, tmp_path: Path) -> No
     d = diff_harnesses(a, b)
     text = "\n".join(d.lines())
     assert "~ return_window_days: 30 -> 14" in text
-    assert "~ limits.max_turns: 6 -> 4" in text
+    assert "~ limits.max_turns: 8 -> 4" in text
     assert "~ live_reply_length" in text
     assert '- "action": "truncate"' in text
     sections = {c.section for c in d.changes}

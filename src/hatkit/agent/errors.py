@@ -10,8 +10,11 @@ class AgentError(Exception):
     """Base: `kind` is the stable name written into traces and counted by evaluations."""
 
     kind: ClassVar[str] = "agent_error"
-    injected: bool = False
-    """True when a fault injector raised it on purpose (recorded as fault_injected)."""
+
+    def __init__(self, message: str = "", *, injected: bool = False) -> None:
+        super().__init__(message)
+        self.injected = injected
+        """True when a fault injector raised it on purpose (recorded as fault_injected)."""
 
     def as_payload(self) -> dict[str, dict[str, str]]:
         """What the model is shown as the tool result."""
@@ -44,6 +47,12 @@ class ToolException(AgentError):
     kind = "tool_exception"
 
 
+class ServerError(ToolException):
+    """A transient 5xx from a tool backend: worth one retry."""
+
+    kind = "server_error"
+
+
 class HookVeto(AgentError):
     kind = "hook_veto"
 
@@ -62,4 +71,5 @@ class InjectedOutput:
 
 
 ERROR_KINDS = {c.kind: c for c in (ToolTimeout, MalformedToolCall, PermissionDenied, UnknownTool,
-                                   BadArguments, ToolException, HookVeto, ToolBudgetExceeded)}
+                                   BadArguments, ToolException, ServerError, HookVeto,
+                                   ToolBudgetExceeded)}

@@ -331,7 +331,8 @@ class Episode:
         if post.text is not None:
             self._event("hook_rewrite", hook=post.rewrites[-1].hook, tool=call.name)
             text = post.text
-        self.tools_ok.append(call.name)
+        if not isinstance(result, dict) or "injected_fault" not in result:
+            self.tools_ok.append(call.name)  # a broken answer is no basis for a claim
         self.trace.tool_calls.append(ToolRecord(call.name, dict(args), result, seconds=seconds,
                                                 turn=self.turn))
         self._feed(ChatMessage("tool", text, tool_call_id=call.id, name=call.name), "tool_output", "tool")

@@ -60,7 +60,9 @@ class Limits(_Strict):
 
 class Enabled(_Strict):
     skills: tuple[str, ...] = Field(default=(), description="Folder names under skills/.")
-    tools: tuple[str, ...] = Field(default=(), description="@tool function names in tools/.")
+    tools: tuple[str, ...] = Field(
+        default=(), description="Tools by the name the model sees (the function name, or its "
+        "tool_overrides name).")
     hooks: tuple[str, ...] = Field(default=(), description="Rule names or Python hook classes.")
 
     @field_validator("skills", "tools", "hooks")

@@ -29,7 +29,7 @@ class ShopState:
         """The product, or LookupError with a hint the model can act on."""
         found = self.catalog.product(product_id.strip().upper())
         if found is None:
-            raise LookupError(f"no product with id '{product_id}'; use search_products to find ids")
+            raise LookupError(f"no product with id '{product_id}'; search the catalog to find ids")
         return found
 
     def copy(self) -> ShopState:

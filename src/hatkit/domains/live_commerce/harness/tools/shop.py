@@ -23,6 +23,26 @@ def _state(ctx: ToolContext) -> ShopState:
     return ctx.state
 
 
+_INDEX: dict[int, tuple[object, list[tuple[Any, frozenset[str], frozenset[str]]]]] = {}
+
+
+def _prefixes(text: str) -> frozenset[str]:
+    return frozenset(w[:k] for w in re.findall(r"\w+", text.lower()) for k in range(2, len(w) + 1))
+
+
+def _search_index(state: ShopState) -> list[tuple[Any, frozenset[str], frozenset[str]]]:
+    """Word-prefix sets per product, built once per catalog (search runs thousands of times
+    a second in simulation)."""
+    cat = state.catalog
+    hit = _INDEX.get(id(cat))
+    if hit is None or hit[0] is not cat:
+        rows = [(p, _prefixes(p.name), _prefixes(" ".join([p.brand, p.description, p.category,
+                                                             *p.specs.values()])))
+                for p in cat.products]
+        hit = _INDEX[id(cat)] = (cat, rows)
+    return hit[1]
+
+
 @tool(permission="catalog.read")
 def search_products(ctx: ToolContext, query: str, category: Category | None = None,
                     max_results: Annotated[int, Field(ge=1, le=10)] = 5) -> list[dict[str, Any]]:
@@ -35,15 +55,11 @@ def search_products(ctx: ToolContext, query: str, category: Category | None = No
     """
     words = [w for w in re.findall(r"\w+", query.lower()) if len(w) > 1]
     scored = []
-    for p in _state(ctx).catalog.products:
+    for p, name_prefixes, hay_prefixes in _search_index(_state(ctx)):
         if category and p.category != category:
             continue
-        hay = set(re.findall(r"\w+", " ".join([p.brand, p.description, p.category,
-                                               *p.specs.values()]).lower()))
-        name = set(re.findall(r"\w+", p.name.lower()))
         # whole words, or a word's start ("earbud" finds "earbuds", "air" does not find "hair")
-        score = sum(any(t.startswith(w) for t in hay) for w in words) + 2 * sum(
-            any(t.startswith(w) for t in name) for w in words)
+        score = sum(w in hay_prefixes for w in words) + 2 * sum(w in name_prefixes for w in words)
         if score:
             scored.append((-score, p.id, p))
     return [

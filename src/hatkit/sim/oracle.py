@@ -1,0 +1,149 @@
+"""The oracle policy: the gold trajectory for any harness variant, viewer message and state.
+
+It plays the model's part in the ordinary agent loop (it is a `ChatModel`), so its episodes
+are recorded by the same runtime, hooks and fault injection as a real model's. For each
+viewer turn it calls the planned tools under the variant's visible names with a short
+reasoning line before each call, retries a failed call once when the failure is transient,
+gives up honestly when it is not (or when the retry fails too), and replies with the
+ground-truth facts under the variant's rules. Given a tokenizer's `TokenFormat` it also
+"generates" token ids, so its traces are training data for that tokenizer directly.
+
+A large model behind the OpenAI-compatible backend can replace it as teacher: any
+`ChatModel` can drive `hatkit sim run`, and the judge filters what it produces.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..harness import Harness
+from ..models.base import ChatMessage, ModelOutput, ModelRequest, TokenFormat
+from .questions import PlannedCall, Question, Turn, with_rules
+
+RETRYABLE = frozenset({"timeout", "server_error", "tool_exception", "malformed", "empty"})
+MAX_ATTEMPTS = 2
+
+_THINK = {
+    "en": {
+        "search_products": "The viewer means {q}; I search for it to get the product id.",
+        "retry": "The {tool} call failed ({why}); I try once more.",
+        "reply": "I have what I need from the tools; I answer briefly.",
+        "none": "No tool is needed here; I answer briefly and stay within the rules.",
+        "default": "I need {tool} for this.",
+    },
+    "zh": {
+        "search_products": "观众说的是{q}，先搜索拿到商品编号。",
+        "retry": "{tool} 调用失败（{why}），再试一次。",
+        "reply": "工具结果已齐，简短回答。",
+        "none": "这里不需要工具，简短回答并遵守规则。",
+        "default": "这里需要调用 {tool}。",
+    },
+}
+_UNAVAILABLE = {
+    "en": "Sorry, I can't check that right now. Please try again in a moment, or I can ask a "
+          "human colleague to help.",
+    "zh": "抱歉，我现在查不到这个信息。请稍后再试，或者我请人工客服来帮你。",
+}
+
+
+class OraclePolicy:
+    """A ChatModel that writes the gold trajectory for questions it has been given."""
+
+    model_id = "oracle"
+    native_tools = False
+
+    def __init__(self, harness: Harness, questions: Iterable[Question] = (),
+                 token_format: TokenFormat | None = None, think: bool = True) -> None:
+        self.harness = harness
+        self.visible = {t.canonical: t.name for t in harness.tools.values()}
+        self.rules = dict(harness.rules)
+        self.format = token_format
+        self.think = think
+        self.turns: dict[str, tuple[Question, Turn]] = {}
+        self.add(questions)
+
+    def add(self, questions: Iterable[Question]) -> None:
+        """Register questions (their facts are recomputed under this harness's rules)."""
+        for q in questions:
+            q = with_rules(q, self.rules)
+            for turn in q.turns:
+                self.turns[turn.text] = (q, turn)
+
+    def token_format(self) -> TokenFormat | None:
+        return self.format
+
+    def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
+        return [self._output(*self._act(r.messages)) for r in requests]
+
+    # -- policy --
+    def _act(self, messages: Sequence[ChatMessage]) -> tuple[str, bool]:
+        """(text, is_tool_call) for the next assistant message."""
+        start = next((i for i in range(len(messages) - 1, -1, -1)
+                      if messages[i].role == "user" and messages[i].content in self.turns), None)
+        if start is None:  # not a registered question: be harmless
+            return self._reply("en", "Hi! Ask me about any product in the show.", "none"), False
+        question, turn = self.turns[messages[start].content]
+        loc = question.locale if question.locale in _THINK else "en"
+        done, failures, last_error = _progress(messages[start + 1:], turn.plan)
+        if done < len(turn.plan):
+            step = turn.plan[done]
+            if failures == 0:
+                return self._call(loc, step, question), True
+            if failures < MAX_ATTEMPTS and last_error in RETRYABLE:
+                why = last_error.replace("_", " ")
+                return self._call(loc, step, question, retry=why), True
+            return self._reply(loc, _UNAVAILABLE[loc], "reply"), False
+        return self._reply(loc, turn.reply, "reply" if turn.plan else "none"), False
+
+    def _call(self, loc: str, step: PlannedCall, q: Question, retry: str | None = None) -> str:
+        name = self.visible.get(step.tool, step.tool)
+        if retry is not None:
+            why = _THINK[loc]["retry"].format(tool=name, why=retry)
+        elif step.tool == "search_products":
+            why = _THINK[loc]["search_products"].format(q=step.arguments.get("query", ""))
+        else:
+            why = _THINK[loc]["default"].format(tool=name)
+        body = json.dumps({"name": name, "arguments": dict(step.arguments)}, ensure_ascii=False)
+        think = f"<think>{why}</think>\n" if self.think else ""
+        return f"{think}<tool_call>\n{body}\n</tool_call>"
+
+    def _reply(self, loc: str, text: str, kind: str) -> str:
+        return f"<think>{_THINK[loc][kind]}</think>\n{text}" if self.think else text
+
+    def _output(self, text: str, is_call: bool) -> ModelOutput:
+        if self.format is None:
+            return ModelOutput(text, finish_reason="stop")
+        ids = self.format.encode(text)
+        if not is_call:
+            ids.append(self.format.eos_id)  # a reply ends the turn; a call stops at </tool_call>
+        return ModelOutput(text, token_ids=ids, finish_reason="stop", completion_tokens=len(ids))
+
+
+def _progress(after: Sequence[ChatMessage], plan: Sequence[PlannedCall]) -> tuple[int, int, str]:
+    """How many planned calls succeeded, failures of the current one, and its last error."""
+    done = failures = 0
+    last = ""
+    for m in after:
+        if m.role != "tool" or done >= len(plan):
+            continue
+        error = _error_kind(m.content)
+        if error is None:
+            done, failures, last = done + 1, 0, ""
+        else:
+            failures, last = failures + 1, error
+    return done, failures, last
+
+
+def _error_kind(content: str) -> str | None:
+    """None for a usable tool result; else why it is not usable."""
+    try:
+        data: Any = json.loads(content)
+    except ValueError:
+        return "malformed"
+    if isinstance(data, Mapping) and isinstance(data.get("error"), Mapping):
+        return str(data["error"].get("type", "tool_exception"))
+    if data in ({}, [], None, ""):
+        return "empty"
+    return None

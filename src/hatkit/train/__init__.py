@@ -1,0 +1,1 @@
+"""Training: dataset building and the three HAT stages (HSA-SFT, General OPD, HSA-RL)."""

@@ -1,0 +1,180 @@
+"""SFT datasets from oracle episodes: chat-with-tools rows plus the per-token view.
+
+Built twice over the same questions: on the fixed default harness (the baseline every
+published comparison uses) and across the training family of harness variants (HSA). Token
+ids, loss masks and segment ids come from the traces as generated, never from re-rendering
+the chat. A manifest records hashes, seeds, counts, and proves the splits are disjoint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..agent import Trace
+from ..agent.trace import GENERATED
+from ..harness import Harness
+from ..models.base import TokenFormat
+from ..sim.faults import FaultConfig
+from ..sim.oracle import OraclePolicy
+from ..sim.questions import Question, generate_questions
+from ..sim.runner import SimConfig, load_run, run_sim
+
+MODES = ("fixed", "hsa")
+
+
+@dataclass
+class BuildSettings:
+    out: Path
+    train_episodes: int = 400
+    dev_episodes: int = 100
+    seed: int = 0
+    n_variants: int = 16
+    locale: str = "en"
+    fault_rate: float = 0.1
+    """Share of tool calls with an injected, first-attempt-only fault (teaches recovery)."""
+    fmt: str = "parquet"
+
+
+def trace_messages(trace: Trace) -> list[dict[str, Any]]:
+    """The episode as OpenAI-style chat messages (assistant turns keep their raw text)."""
+    messages: list[dict[str, Any]] = []
+    for span in trace.spans:
+        role = {"system": "system", "user": "user", "tool_output": "tool"}.get(span.segment)
+        if span.segment in GENERATED and span.source == "model":
+            if messages and messages[-1]["role"] == "assistant" and messages[-1]["_turn"] == span.turn:
+                messages[-1]["content"] += span.text
+            else:
+                messages.append({"role": "assistant", "content": span.text, "_turn": span.turn})
+        elif role is not None:
+            messages.append({"role": role, "content": span.text})
+        elif span.segment == "reply":  # runtime fallback text
+            messages.append({"role": "assistant", "content": span.text, "_turn": span.turn})
+    for m in messages:
+        m.pop("_turn", None)
+    return messages
+
+
+def trace_row(trace: Trace, tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    view = trace.training_view()
+    meta = trace.meta
+    return {
+        "episode_key": meta.get("episode_key", trace.episode_id),
+        "question_id": meta.get("question_id", ""), "category": meta.get("category", ""),
+        "split": meta.get("split", ""), "locale": trace.locale,
+        "template_id": meta.get("template_id", ""), "product_ids": meta.get("product_ids", []),
+        "harness_name": trace.harness_name, "harness_hash": trace.harness_hash,
+        "messages": json.dumps(trace_messages(trace), ensure_ascii=False),
+        "tools": json.dumps(list(tools), ensure_ascii=False),
+        "final_reply": trace.final_reply,
+        "faults": [e.data.get("fault", "") for e in trace.events if e.kind == "fault_injected"],
+        "input_ids": view.input_ids, "loss_mask": view.loss_mask, "segment_ids": view.segment_ids,
+        "n_tokens": len(view.input_ids), "n_trained": sum(view.loss_mask),
+    }
+
+
+def build_datasets(settings: BuildSettings, token_format: TokenFormat,
+                   progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Write <out>/<mode>/<split>.<fmt> for mode in fixed/hsa and split in train/dev, the
+    traces beside them, and <out>/manifest.json; returns the manifest."""
+    from datasets import Dataset
+
+    settings.out.mkdir(parents=True, exist_ok=True)
+    faults = (FaultConfig(rates={"timeout": settings.fault_rate / 2,
+                                 "server_error": settings.fault_rate / 2},
+                          seed=settings.seed, first_call_only=True)
+              if settings.fault_rate > 0 else None)
+    manifest: dict[str, Any] = {
+        "created": datetime.now(UTC).isoformat(timespec="seconds"), "seed": settings.seed,
+        "locale": settings.locale, "fault_rate": settings.fault_rate, "modes": {},
+    }
+    sizes = {"train": settings.train_episodes, "dev": settings.dev_episodes}
+    for mode in MODES:
+        manifest["modes"][mode] = {}
+        for split, n in sizes.items():
+            config = SimConfig(episodes=n, seed=settings.seed, split=split,  # type: ignore[arg-type]
+                               locale=settings.locale,  # type: ignore[arg-type]
+                               variants="none" if mode == "fixed" else "train",
+                               n_variants=settings.n_variants, faults=faults)
+            traces_path = settings.out / mode / f"{split}.traces.jsonl"
+
+            def policy(h: Harness, qs: Sequence[Question]) -> OraclePolicy:
+                return OraclePolicy(h, qs, token_format=token_format)
+
+            label = f"{mode}/{split}"
+
+            def report(done: int, total: int, label: str = label) -> None:
+                if progress is not None:
+                    progress(label, done, total)
+
+            run_sim(config, policy, traces_path, resume=True, on_progress=report)
+            traces = load_run(traces_path)
+            tools_by_hash = _tools_by_hash(traces_path.parent / "variants", settings)
+            rows = [trace_row(t, tools_by_hash.get(t.harness_hash, [])) for t in traces]
+            path = settings.out / mode / f"{split}.{settings.fmt}"
+            ds = Dataset.from_list(rows)
+            if settings.fmt == "parquet":
+                ds.to_parquet(str(path))
+            else:
+                ds.to_json(str(path), lines=True, force_ascii=False)
+            manifest["modes"][mode][split] = {
+                "path": str(path.relative_to(settings.out)), "rows": len(rows),
+                "harness_hashes": sorted({r["harness_hash"] for r in rows}),
+                "categories": _count(r["category"] for r in rows),
+                "with_faults": sum(1 for r in rows if r["faults"]),
+                "tokens": sum(r["n_tokens"] for r in rows),
+                "trained_tokens": sum(r["n_trained"] for r in rows),
+                "question_ids": sorted({r["question_id"] for r in rows}),
+            }
+    manifest["same_questions_in_both_modes"] = all(
+        manifest["modes"]["fixed"][s]["question_ids"] == manifest["modes"]["hsa"][s]["question_ids"]
+        for s in sizes)
+    manifest["disjoint"] = split_report(settings.seed, settings.locale, sizes)
+    for mode in MODES:
+        for split in sizes:
+            manifest["modes"][mode][split].pop("question_ids")
+    (settings.out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return manifest
+
+
+def split_report(seed: int, locale: str, sizes: dict[str, int]) -> dict[str, Any]:
+    """Products and templates per split, and whether any two splits share one."""
+    from ..harness import load_harness
+
+    rules = load_harness("live_commerce").rules
+    sets: dict[str, dict[str, set[str]]] = {}
+    for split in ("train", "dev", "test"):
+        qs = generate_questions(rules, n=max(sizes.get(split, 0), 200), seed=seed, split=split,
+                                locale=locale)
+        sets[split] = {"products": {p for q in qs for p in q.product_ids},
+                       "templates": {q.template_id for q in qs}}
+    report: dict[str, Any] = {}
+    ok = True
+    for a, b in (("train", "dev"), ("train", "test"), ("dev", "test")):
+        for kind in ("products", "templates"):
+            shared = sorted(sets[a][kind] & sets[b][kind])
+            report[f"{kind}:{a}&{b}"] = shared
+            ok = ok and not shared
+    report["ok"] = ok
+    return report
+
+
+def _tools_by_hash(variants_dir: Path, settings: BuildSettings) -> dict[str, list[dict[str, Any]]]:
+    from ..harness import load_harness
+
+    harnesses = [load_harness("live_commerce")]
+    if variants_dir.is_dir():
+        harnesses += [load_harness(p) for p in sorted(variants_dir.iterdir())
+                      if (p / "harness.yaml").is_file()]
+    return {h.content_hash: h.render().tools for h in harnesses}
+
+
+def _count(items: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return dict(sorted(out.items()))

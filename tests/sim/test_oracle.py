@@ -1,0 +1,156 @@
+"""The oracle's gold trajectories: replayed through the agent runtime on sampled variants and
+with injected faults, they state every ground-truth fact and break no hook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hatkit.agent import Agent, InlineToolRunner, Trace
+from hatkit.agent.loop import drive
+from hatkit.harness import Harness, load_harness
+from hatkit.models.scripted import ScriptedModel
+from hatkit.sim.augment import make_variant
+from hatkit.sim.faults import FaultConfig, FaultInjectingRunner
+from hatkit.sim.oracle import OraclePolicy
+from hatkit.sim.questions import Question, generate_questions, reply_states_facts, violations, with_rules
+from hatkit.sim.runner import ask_all
+
+HOOK_EVENTS = {"hook_veto", "hook_rewrite", "fallback", "empty_reply"}
+
+
+def run(harness: Harness, questions: list[Question], model: object, faults: FaultConfig | None = None,
+        ) -> list[Trace]:
+    runner = FaultInjectingRunner(faults, InlineToolRunner()) if faults else InlineToolRunner()
+    agent = Agent(harness, model, tool_runner=runner)  # type: ignore[arg-type]
+    episodes = [agent.episode(episode_id=q.id) for q in questions]
+    if faults:
+        for e, q in zip(episodes, questions, strict=True):
+            runner.seed_episode(e.state, q.id)  # type: ignore[attr-defined]
+    steps = [ask_all(e, [t.text for t in q.turns]) for e, q in zip(episodes, questions, strict=True)]
+    drive(agent.model, steps)
+    return [e.trace for e in episodes]
+
+
+def assistant_texts(trace: Trace) -> list[str]:
+    """What the model wrote at each call, in order (to replay through ScriptedModel)."""
+    out: dict[int, str] = {}
+    for s in trace.spans:
+        if s.source == "model":
+            out[s.turn] = out.get(s.turn, "") + s.text
+    return [out[k] for k in sorted(out)]
+
+
+HONEST = ("can't check that right now", "查不到")
+
+
+def check_gold(trace: Trace, q: Question, harness: Harness, allow_honest: bool = False) -> int:
+    """Assert the gold properties; returns how many turns ended with the honest reply."""
+    kinds = {e.kind for e in trace.events}
+    assert not kinds & HOOK_EVENTS, (q.template_id, [(e.kind, e.data) for e in trace.events])
+    replies = [s.text.strip() for s in trace.spans if s.segment == "reply"]
+    turns = with_rules(q, harness.rules).turns
+    assert len(replies) == len(turns)
+    honest = 0
+    for reply, turn in zip(replies, turns, strict=True):
+        if allow_honest and any(h in reply for h in HONEST):
+            honest += 1
+            continue
+        assert reply_states_facts(reply, turn.facts) == [], (q.template_id, reply)
+        assert violations(reply, turn) == []
+        assert len(reply) <= int(harness.rules["reply_max_chars"])
+    return honest
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory: pytest.TempPathFactory) -> list[Harness]:
+    root = tmp_path_factory.mktemp("variants")
+    return [load_harness("live_commerce")] + [
+        make_variant("live_commerce", root / f"v{i}", family="train", seed=i) for i in range(3)]
+
+
+@pytest.mark.parametrize("locale", ["en", "zh"])
+def test_oracle_replayed_through_the_runtime_states_every_fact(variants: list[Harness], locale: str) -> None:
+    for i, harness in enumerate(variants):
+        qs = generate_questions(harness.rules, n=40, seed=i, split="train", locale=locale)
+        gold = run(harness, qs, OraclePolicy(harness, qs))
+        for trace, q in zip(gold, qs, strict=True):
+            check_gold(trace, q, harness)
+            replay = run(harness, [q], ScriptedModel(assistant_texts(trace)))[0]
+            assert replay.final_reply == trace.final_reply
+            assert [r.name for r in replay.tool_calls] == [r.name for r in trace.tool_calls]
+
+
+def test_oracle_recovers_from_injected_faults(variants: list[Harness]) -> None:
+    faults = FaultConfig(rates={"timeout": 0.1, "server_error": 0.1, "malformed": 0.05,
+                                "truncated": 0.05, "empty": 0.05}, seed=7, first_call_only=True)
+    for harness in variants[:2]:
+        qs = generate_questions(harness.rules, n=60, seed=3, split="dev")
+        traces = run(harness, qs, OraclePolicy(harness, qs), faults)
+        injected = sum(len(t.events_of("fault_injected")) for t in traces)
+        assert injected > 15
+        for trace, q in zip(traces, qs, strict=True):
+            check_gold(trace, q, harness)
+
+
+def test_heavy_faults_end_in_facts_or_an_honest_reply() -> None:
+    harness = load_harness("live_commerce")
+    faults = FaultConfig(rates={"timeout": 0.3, "server_error": 0.3}, seed=3)  # retries fail too
+    qs = generate_questions(harness.rules, n=60, seed=4, split="dev")
+    traces = run(harness, qs, OraclePolicy(harness, qs), faults)
+    honest = sum(check_gold(trace, q, harness, allow_honest=True)
+                 for trace, q in zip(traces, qs, strict=True))
+    assert 0 < honest < len(qs)
+
+
+def test_unrecoverable_fault_gives_an_honest_reply() -> None:
+    harness = load_harness("live_commerce")
+    q = next(q for q in generate_questions(harness.rules, n=20, seed=0, split="dev")
+             if q.category == "stock_shipping")
+    faults = FaultConfig(rates={"permission_denied": 1.0}, seed=0)
+    [trace] = run(harness, [q], OraclePolicy(harness, [q]), faults)
+    assert "can't check that right now" in trace.final_reply
+    assert not trace.events_of("fallback")
+    assert reply_states_facts(trace.final_reply, q.turns[0].facts)  # facts are honestly missing
+
+
+def test_oracle_uses_the_variants_tool_names(variants: list[Harness]) -> None:
+    harness = variants[1]
+    qs = [q for q in generate_questions(harness.rules, n=30, seed=1, split="train") if q.turns[0].plan]
+    for trace in run(harness, qs, OraclePolicy(harness, qs)):
+        assert trace.tool_calls
+        assert all(r.name in harness.tools and r.error_type is None for r in trace.tool_calls)
+        assert not {r.name for r in trace.tool_calls} & {"search_products", "get_promotions",
+                                                         "check_stock", "get_product_details"}
+
+
+def test_rule_change_changes_the_gold_reply(reference_harness: Path) -> None:
+    base = load_harness(reference_harness)
+    qs = [q for q in generate_questions(base.rules, n=200, seed=2, split="dev")
+          if any(f.name == "shipping_fee" for t in q.turns for f in t.facts)]
+    assert qs
+    spec = reference_harness / "harness.yaml"
+    spec.write_text(spec.read_text().replace("free_shipping_threshold: 99", "free_shipping_threshold: 5")
+                    .replace("standard_shipping_fee: 6.99", "standard_shipping_fee: 4.5"))
+    cheap = load_harness(reference_harness)
+    before = run(base, qs, OraclePolicy(base, qs))
+    after = run(cheap, qs, OraclePolicy(cheap, qs))
+    assert any(a.final_reply != b.final_reply for a, b in zip(before, after, strict=True))
+    for trace, q in zip(after, qs, strict=True):
+        check_gold(trace, q, cheap)
+        assert "6.99" not in trace.final_reply
+
+
+def test_oracle_emits_token_ids_for_a_tokenizer(tmp_path: Path) -> None:
+    from hatkit.models.chat_format import ChatTemplateFormat
+    from tiny import tiny_tokenizer
+
+    harness = load_harness("live_commerce")
+    qs = generate_questions(harness.rules, n=10, seed=0, split="dev")
+    fmt = ChatTemplateFormat(tiny_tokenizer(), native_tools=False)
+    for trace in run(harness, qs, OraclePolicy(harness, qs, token_format=fmt)):
+        view = trace.training_view()
+        assert sum(view.loss_mask) > 0
+        assert fmt.decode([t for t, m in zip(view.input_ids, view.loss_mask, strict=True) if m]).endswith(
+            "<|im_end|>")
