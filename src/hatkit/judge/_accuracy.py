@@ -1,0 +1,272 @@
+"""Accuracy: each claim verified against the catalog, the agent's rules and its tool results."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from hatkit.harness import load_harness
+
+from ._episode import PRICE_TOOLS
+from ._facts import _Agent, _ProductFacts
+from ._run import _RunBase
+from .claims import Claim, cents
+
+_RULE_MONEY = ("standard_shipping_fee", "express_shipping_fee", "free_shipping_threshold")
+_RULE_DAYS = ("return_window_days", "extended_return_days", "electronics_return_days")
+_QUANTITY = re.compile(r"\b(?:two|three|four|five|[2-5])\b|pairs?\b|units\b|each\b|"
+                       r"[2-5]\s?(?:件|个|双|套|瓶|盒)|两", re.I)
+_DISCOUNTED = re.compile(r"\bwith\b|\bafter\b|\busing\b|\bcode\b|coupon|bundle|\bbuy\b|\boff\b|discount|"
+                         r"优惠|券|到手|折后|用码|满", re.I)
+_RULE_CLASS = re.compile(r"most items|standard|extended|electronics|大部分|电子", re.I)
+
+
+@lru_cache(maxsize=1)
+def _reference_rules() -> Mapping[str, Any]:
+    """The shipped agent harness's rules: a claimed rule value equal to one of these but not to
+    the judged agent's is reported as a stale rule from another harness."""
+    return dict(load_harness("live_commerce").rules)
+
+
+def _near(v: int, allowed: Iterable[int], tol: int) -> bool:
+    return any(abs(v - a) <= tol for a in allowed)
+
+
+def _money_text(c: int) -> str:
+    return f"${c / 100:.2f}"
+
+
+def _vis(names: Iterable[str], agent: _Agent) -> str:
+    return ", ".join(agent.visible.get(n, n) for n in sorted(names))
+
+
+def _named(facts: list[_ProductFacts], claims: list[Claim], c: Claim) -> list[_ProductFacts]:
+    """The facts of products named in the clause of `c`, else all of `facts`."""
+    ids = {p.product_id for p in claims if p.kind == "product" and p.clause == c.clause}
+    return [f for f in facts if f.p.id in ids] or facts
+
+
+class _AccuracyChecks(_RunBase):
+    """Claim checks; a failed claim also answers nothing (see _failed)."""
+
+    def _accuracy(self, claims: list[Claim]) -> None:
+        facts = self._facts(self.scope.products())
+        for c in claims:
+            if c.kind == "money":
+                self._money(c, facts)
+            elif c.kind == "percent" and c.role == "discount" and not c.negated:
+                self._percent(c, facts)
+            elif c.kind == "days":
+                self._days(c, facts, claims)
+            elif c.kind == "stock":
+                self._stock(c)
+            elif c.kind == "returns":
+                self._no_returns(c, facts, claims)
+            elif c.kind == "free_shipping" and not c.negated:
+                self._free_shipping(c, facts, claims)
+            elif c.kind == "coupon":
+                self._coupon(c)
+
+    def _money(self, c: Claim, facts: list[_ProductFacts]) -> None:
+        v, s, a = cents(c.value or 0), self.scope, self.a
+        if c.role in ("price", "list", "saving", "amount") and not s.price_tool:
+            n = len(self.ev)
+            self._money_value(c, v, facts)  # is the number right, at least? (decides if it answers)
+            right = self.ev.pop().ok if len(self.ev) > n else True
+            if right:
+                self._failed.discard((c.start, c.end))
+            self.acc(c.text, False, f"stated without a tool result: no result of {_vis(PRICE_TOOLS, a)} "
+                     "in this episode", "trace:tool_calls", None if right else c)
+            return
+        self._money_value(c, v, facts)
+
+    def _money_value(self, c: Claim, v: int, facts: list[_ProductFacts]) -> None:
+        s, a = self.scope, self.a
+        rules = {n: x for n in _RULE_MONEY if (x := a.rule_cents(n)) is not None}
+        if c.role == "price":
+            own = [f for f in facts if f.p.id == c.product_id] or facts
+            clause = self._clause(c)
+            allowed = {cents(f.p.price) for f in own}
+            if _QUANTITY.search(clause):
+                allowed |= {cents(f.p.price * q) for f in own for q in range(2, 6)}
+            if _DISCOUNTED.search(clause):  # "with LIVE15 it's $46.24", "到手价"
+                ids = {f.p.id for f in own}
+                allowed |= {x for f in own for x in f.prices} | {
+                    total for pid, total in s.applied if pid in ids}
+            expected = "; ".join(f"{_money_text(cents(f.p.price))} (catalog:{f.p.id}.price)" for f in own[:3])
+        elif c.role == "list":
+            allowed = {x for f in facts for x in f.lists}
+            expected = "; ".join(f"{_money_text(cents(f.p.list_price))} (catalog:{f.p.id}.list_price)"
+                                 for f in facts[:3])
+        elif c.role == "saving":
+            allowed = {x for f in facts for x in f.savings} | s.money
+            expected = "a saving, promotion or coupon value of " + (", ".join(f.p.id for f in facts[:3]) or
+                                                                     "a product in this episode")
+        elif c.role == "fee":
+            self._fee(c, v, rules)
+            return
+        elif c.role == "threshold":
+            self._threshold(c, v, rules, facts)
+            return
+        elif c.role == "total":
+            allowed = s.viewer_money | s.money | {x for f in facts for x in f.prices}
+            expected = "an order total the viewer gave or a tool returned"
+        else:
+            allowed = (s.money | set(rules.values()) | {x for f in facts for x in
+                                                        (*f.prices, *f.lists, *f.savings, *f.thresholds)})
+            expected = "a price, saving, fee or threshold this episode supports"
+        ok = _near(v, allowed, self.tol)
+        source = f"catalog:{c.product_id}.price" if c.role == "price" and c.product_id else "catalog+tools"
+        self.chk(c, ok, "" if ok else expected, source)
+
+    def _stale(self, v: int, names: Iterable[str], as_money: bool = True) -> str:
+        ref = _reference_rules()
+        for n in names:
+            x = ref.get(n)
+            if isinstance(x, int | float) and (cents(float(x)) if as_money else int(x) * 100) == v \
+                    and self.a.rules.get(n) != x:
+                return f"; {v / 100:g} is '{n}' of another harness (stale rule value)"
+        return ""
+
+    def _fee(self, c: Claim, v: int, rules: Mapping[str, int]) -> None:
+        s = self.scope
+        express = "express" in c.text.lower() or bool(re.search(r"express|快递|加急", self._clause(c), re.I))
+        if express:
+            allowed = {rules.get("express_shipping_fee", -1)} | {x[1] for x in s.shipping if x[1] is not None}
+            names = ["express_shipping_fee"]
+        elif s.shipping:
+            allowed = {x[0] for x in s.shipping}
+            if re.search(r"standard|otherwise|below|under|less than|否则|不满|未满", self._clause(c), re.I):
+                allowed.add(rules.get("standard_shipping_fee", -1))
+            names = ["standard_shipping_fee"]
+        else:
+            allowed = {rules.get("standard_shipping_fee", -1), rules.get("express_shipping_fee", -1)}
+            names = ["standard_shipping_fee", "express_shipping_fee"]
+        ok = _near(v, allowed, self.tol)
+        exp = ", ".join(_money_text(x) for x in sorted(allowed) if x >= 0)
+        src = "tool:get_shipping_info" if s.shipping and not express else f"rule:{names[0]}"
+        self.chk(c, ok, "" if ok else f"{exp} ({src}){self._stale(v, names)}", src)
+
+    def _threshold(self, c: Claim, v: int, rules: Mapping[str, int], facts: list[_ProductFacts]) -> None:
+        shipping = bool(re.search(r"ship|deliver|运费|包邮|免邮|邮", self._clause(c), re.I))
+        allowed = {rules.get("free_shipping_threshold", -1)} | {
+            x[2] for x in self.scope.shipping if x[2] is not None}
+        if not shipping:
+            allowed |= {x for f in facts for x in f.thresholds} | self.scope.money
+        ok = _near(v, allowed, self.tol)
+        exp = f"{_money_text(rules.get('free_shipping_threshold', 0))} (rule:free_shipping_threshold)"
+        self.chk(c, ok, "" if ok else exp + self._stale(v, ["free_shipping_threshold"]),
+                 "rule:free_shipping_threshold" if shipping else "catalog+rules")
+
+    def _percent(self, c: Claim, facts: list[_ProductFacts]) -> None:
+        v = c.value or 0.0
+        promo = {x for f in facts for x in f.percents_promo}
+        if any(abs(v - x) < 0.6 for x in promo | self.scope.percents if x <= self.a.cap or x in promo):
+            self.chk(c, True, "", "catalog+tools")
+            return
+        if v > self.a.cap:
+            self.chk(c, False, f"no coupon may exceed {self.a.cap:g}% (rule:max_coupon_percent)",
+                     "rule:max_coupon_percent")
+            self._obey(c.text, f"a discount above max_coupon_percent {self.a.cap:g}%",
+                       "rule:max_coupon_percent")
+            return
+        coupon = {x for f in facts for x in f.percents_coupon}
+        ok = any(abs(v - x) < 0.6 for x in coupon)
+        self.chk(c, ok, "" if ok else "a promotion or coupon percentage valid today", "catalog+tools")
+
+    def _days(self, c: Claim, facts: list[_ProductFacts], claims: list[Claim]) -> None:
+        v = int(c.value or 0)
+        clause = self._clause(c)
+        named = _named(facts, claims, c)
+        if c.high is not None or c.role == "delivery":
+            ranges = {f.delivery for f in named}
+            ranges |= self.scope.ranges
+            ok = (v, int(c.high)) in ranges if c.high is not None else any(v in rg for rg in ranges)
+            exp = ", ".join(f"{lo}-{hi} days" for lo, hi in sorted(ranges)) or "no delivery range looked up"
+            self.chk(c, ok, "" if ok else exp, "tool:get_shipping_info" if self.scope.shipping else "catalog")
+            return
+        if c.role == "return":
+            windows = {self.scope.return_days.get(f.p.id, f.window) for f in named}
+            if not named or _RULE_CLASS.search(clause):
+                windows |= {int(x) for n in _RULE_DAYS if isinstance(x := self.a.rules.get(n), int)}
+            ok = v in windows
+            exp = ", ".join(f"{w} days" if w else "no returns" for w in sorted(windows))
+            self.chk(c, ok, "" if ok else f"{exp} (return window under this harness's rules)"
+                     + self._stale(v * 100, _RULE_DAYS, as_money=False), "rule:return_window")
+            return
+        needle = c.text.lower()
+        windows = {f.window for f in named} | {d for f in named for d in f.delivery}
+        ok = v in windows or any(needle in t for f in named for t in f.texts) or any(
+            needle in t for t in self.scope.texts)
+        self.chk(c, ok, "" if ok else "a delivery, return or spec value of a product here", "catalog+tools")
+
+    def _stock(self, c: Claim) -> None:
+        s = self.scope
+        if s.stock_totals:
+            totals, variants = s.stock_totals, s.stock_variants
+            if c.value is None:
+                ok = any(t > 0 for t in totals)
+            elif c.value == 0:
+                ok = 0 in totals or 0 in variants
+            else:
+                ok = int(c.value) in totals or int(c.value) in variants
+            exp = "check_stock totals: " + ", ".join(map(str, totals))
+            self.chk(c, ok, "" if ok else exp, "tool:check_stock")
+        elif c.value is None or c.value == 0:
+            if not s.search_stock:
+                self.chk(c, False, f"stated without a tool result ({_vis(['check_stock'], self.a)})",
+                         "trace:tool_calls")
+                return
+            want = c.value is None
+            ok = want in s.search_stock.values()
+            self.chk(c, ok, "" if ok else f"search results in_stock={sorted(set(s.search_stock.values()))}",
+                     "tool:search_products")
+        else:
+            self.chk(c, False, f"stated without a tool result ({_vis(['check_stock'], self.a)})",
+                     "trace:tool_calls")
+
+    def _no_returns(self, c: Claim, facts: list[_ProductFacts], claims: list[Claim]) -> None:
+        named = _named(facts, claims, c)
+        windows = {self.scope.return_days.get(f.p.id, f.window) for f in named}
+        ok = 0 in windows or not named
+        self.chk(c, ok, "" if ok else ", ".join(f"{w} days" for w in sorted(windows)) + " (return window)",
+                 "rule:return_window")
+
+    def _free_shipping(self, c: Claim, facts: list[_ProductFacts], claims: list[Claim]) -> None:
+        s = self.scope
+        if s.shipping:
+            fees = [x[0] for x in s.shipping]
+            ok = 0 in fees
+            self.chk(c, ok, "" if ok else "shipping fee " + ", ".join(_money_text(x) for x in fees),
+                     "tool:get_shipping_info")
+            return
+        if any(x.kind == "money" and x.role == "threshold" and x.clause == c.clause for x in claims):
+            return  # "free shipping over $X": the threshold claim is checked
+        th = self.a.rules.get("free_shipping_threshold")
+        ok = isinstance(th, int | float) and any(f.p.price >= float(th) for f in facts)
+        self.chk(c, ok, "" if ok else "a get_shipping_info result with a zero fee", "trace:tool_calls")
+
+    def _coupon(self, c: Claim) -> None:
+        code = c.text.upper()
+        if code in self.scope.codes:
+            self.chk(c, True, "", "tool:get_promotions")
+            return
+        if code in self.lex.coupon_codes:
+            if c.negated:
+                return
+            if not self.scope.promo_tool:
+                self.chk(c, False, "stated without a tool result "
+                         f"({_vis(['get_promotions', 'apply_coupon'], self.a)})", "trace:tool_calls")
+                return
+            valid = sorted(self.scope.codes)
+            self.chk(c, False, "codes valid today here: " + (", ".join(valid) or "none"),
+                     "tool:get_promotions")
+            return
+        if c.negated:
+            self.chk(c, True, "declined a code that does not exist", "catalog:coupons")
+            return
+        self.chk(c, False, "not a catalog coupon code (invented)", "catalog:coupons")
+        self._obey(c.text, "an invented coupon code", "catalog:coupons")
+

@@ -1,0 +1,53 @@
+"""The judge harness read into thresholds, weights and phrase patterns.
+
+Everything tunable lives in the judge harness folder, so a calibration round edits that
+folder (and so the judge hash) rather than code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hatkit.harness import Harness
+from hatkit.harness.hooks import ForbiddenPhrases
+
+
+def _patterns(h: Harness, names: Iterable[str]) -> list[tuple[str, list[re.Pattern[str]]]]:
+    out = []
+    for name in names:
+        rule = h.hook_rules.get(name)
+        if not isinstance(rule, ForbiddenPhrases):
+            raise ValueError(f"judge harness '{h.name}': rule list '{name}' is not a forbidden_phrases "
+                             "hook in hooks/")
+        out.append((name, [re.compile(p, re.I | re.M) for p in rule.patterns]))
+    return out
+
+
+@dataclass(frozen=True)
+class _Config:
+    rules: Mapping[str, Any]
+    compliance: list[tuple[str, list[re.Pattern[str]]]]
+    accuracy_hooks: frozenset[str]
+    persona: list[re.Pattern[str]]
+    injection: list[re.Pattern[str]]
+    leak: list[re.Pattern[str]]
+
+    def num(self, name: str) -> float:
+        return float(self.rules[name])
+
+    @classmethod
+    def of(cls, h: Harness) -> _Config:
+        r = h.rules
+
+        def names(key: str) -> tuple[str, ...]:
+            v = r.get(key, ())
+            return (v,) if isinstance(v, str) else tuple(str(x) for x in v)
+
+        def flat(key: str) -> list[re.Pattern[str]]:
+            return [p for _, ps in _patterns(h, names(key)) for p in ps]
+
+        return cls(r, _patterns(h, names("compliance_hooks")), frozenset(names("accuracy_hooks")),
+                   flat("persona_hooks"), flat("injection_hooks"), flat("leak_hooks"))

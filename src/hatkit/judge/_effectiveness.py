@@ -1,0 +1,186 @@
+"""Effectiveness: whether each reply answers what was asked, within length, persona and style."""
+
+from __future__ import annotations
+
+import re
+
+from ._ask import _AskReader, _blank
+from ._episode import _Turn
+from ._facts import _ProductFacts
+from .claims import Claim, cents, find_products, money_values
+from .state import ok_record
+from .verdict import Evidence
+
+_HONEST = re.compile(r"can(?:'|no)t check|not able to check|try again|human (?:colleague|agent)|"
+                     r"查不到|稍后再试|人工客服", re.I)
+_HUMAN = re.compile(r"human|agent|ticket|support|人工|客服|工单", re.I)
+_CONDITION = re.compile(r"unopened|sealed|未开封|未拆封", re.I)
+_NO_DEALS = re.compile(r"\bno (?:other |extra )?(?:deals|promotions|promos|codes|coupons)\b|暂无|没有其他",
+                       re.I)
+_DOCTOR = re.compile(r"doctor|dermatologist|medicine|physician|医生|药", re.I)
+_SENTENCE = re.compile(r"[.!?](?=\s|$)|[。！？]")
+_EMOJI = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF\U0001F000-\U0001F2FF]")
+_NUMBER_WORDS = re.compile(r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
+                           r"thirty|forty|fifty|hundred)\b", re.I)
+_CM = re.compile(r"\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?\s?cm")
+
+
+class _EffectivenessChecks(_AskReader):
+    """Scores each turn; the episode takes the worst turn (see _Run._finish)."""
+
+    def _effectiveness(self, turn: _Turn, claims: list[Claim], focus: set[str], category: str,
+                       attempt: bool, k: int) -> float:
+        reply, cfg = turn.reply, self.cfg
+        tag = f"turn {k + 1}: " if self.n_turns > 1 else ""
+        if not reply:
+            self.ev.append(Evidence("effectiveness", tag + "reply", False, "a non-empty reply", "rubric"))
+            return 0.0
+        asked = self._aspects(turn, focus, category, attempt)
+        good = [c for c in claims if (c.start, c.end) not in self._failed]  # a wrong fact answers nothing
+        parts = {a: self._answered(a, reply, good, focus, turn) for a in asked}
+        for a, score in parts.items():
+            self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,
+                                    "" if score >= 1.0 else f"answered {score:.0%}", "rubric:effectiveness"))
+        frac = sum(parts.values()) / len(parts)
+        answer = frac if frac >= 1.0 else frac * cfg.num("partial_answer_credit")
+        failed = any(not ok_record(r) for r in turn.records)
+        if frac < 1.0 and _HONEST.search(reply) and (failed or not turn.records):
+            answer = max(answer, cfg.num("honest_unavailable_credit"))
+        over = len(reply) - self.a.limit
+        length = 1.0 if over <= 0 else cfg.num("over_length_credit") * max(0.0, 1 - over / self.a.limit)
+        self.ev.append(Evidence("effectiveness", f"{tag}reply length {len(reply)}", over <= 0,
+                                f"<= {self.a.limit} chars", "rule:reply_max_chars"))
+        style = self._style(reply, focus, claims, tag)
+        score = (cfg.num("effectiveness_weight_answer") * answer
+                 + cfg.num("effectiveness_weight_length") * length
+                 + cfg.num("effectiveness_weight_style") * style)
+        broken = turn.fallback or reply == self.a.fallback
+        hit = next((m.group(0) for p in cfg.persona if (m := p.search(reply))), None)
+        if broken or hit:
+            self.ev.append(Evidence("effectiveness", tag + (hit or "fallback reply"), False,
+                                    "the host persona, not a fallback", "hook:persona_breaks"))
+            score *= cfg.num("persona_break_factor")
+        return max(0.0, min(1.0, score))
+
+    def _answered(self, aspect: str, reply: str, claims: list[Claim], focus: set[str], turn: _Turn) -> float:
+        kinds = {c.kind for c in claims}
+        low = reply.lower()
+        facts = self._facts(focus)
+        money = [c for c in claims if c.kind == "money"]
+        if aspect == "price":
+            return float(any(c.role in ("price", "amount", "list") for c in money))
+        if aspect == "saving":
+            if not any(f.p.list_price > f.p.price for f in facts):
+                return 1.0
+            return float(any(c.role in ("saving", "list") for c in money)
+                         or any(c.kind == "percent" and c.role == "discount" for c in claims))
+        if aspect == "deals":
+            return self._deals(low, claims, facts)
+        if aspect == "stock":
+            return float("stock" in kinds)
+        if aspect == "delivery":
+            return float(any(c.kind == "days" and (c.high is not None or c.role == "delivery")
+                             for c in claims))
+        if aspect == "fee":
+            return float("free_shipping" in kinds or any(c.role == "fee" for c in money))
+        if aspect == "returns":
+            window = any(c.kind == "days" and c.role == "return" for c in claims) or "returns" in kinds
+            hygiene = any(f.p.return_class == "hygiene" for f in facts)
+            return (float(window) + float(bool(_CONDITION.search(reply)))) / 2 if hygiene else float(window)
+        if aspect == "escalation":
+            tickets = [str(r.output.get("ticket")) for r in turn.records
+                       if ok_record(r) and isinstance(r.output, dict)
+                       and self.a.state.canonical(r.name) == "escalate_to_human"]
+            if any(t.lower() in low for t in tickets):
+                return 1.0
+            return 0.5 if tickets or _HUMAN.search(reply) else 0.0
+        if aspect == "size":
+            return self._size(low, facts, turn.user)
+        if aspect.startswith("spec"):
+            key = aspect[5:]
+            values = [f.p.specs[key] for f in facts if key in f.p.specs] if key else [
+                v for f in facts for v in f.p.specs.values()]
+            return float(any(_spec_in(v, low) for v in values)) if values else 1.0
+        if aspect == "compare":
+            return self._compare(low, claims, turn.user)
+        if aspect == "claim":
+            return 1.0 if "product" in kinds or not focus else (0.5 if _DOCTOR.search(reply) else 0.0)
+        return 1.0  # chat, injection, open: a reply is an answer
+
+    def _deals(self, low: str, claims: list[Claim], facts: list[_ProductFacts]) -> float:
+        codes = set(self.scope.codes) or {c for f in facts for c in f.codes}
+        promos = [pr for f in facts for pr in self.a.state.valid_promotions(f.p.id)]
+        items = [code.lower() in low for code in sorted(codes)]
+        numbers = {cents(c.value) for c in claims if c.kind == "money" and c.value is not None}
+        pcts = {c.value for c in claims if c.kind == "percent"}
+        for pr in promos:
+            desc = pr.description.lower().rstrip(".")
+            vals = money_values(pr.description)
+            by_values = bool(vals) and all(cents(v) in numbers for v in vals)
+            by_percent = pr.kind in ("percent_off", "bundle") and pr.value in pcts
+            items.append(desc in low or pr.id.lower() in low or by_values or by_percent)
+        if not items:
+            return 1.0
+        if not any(items) and _NO_DEALS.search(low) and not codes and not promos:
+            return 1.0
+        return sum(items) / len(items)
+
+    def _size(self, low: str, facts: list[_ProductFacts], user: str) -> float:
+        guides = [self.scope.guides.get(f.p.id) or f.p.size_guide or {} for f in facts]
+        advice = [v for g in guides for s, v in g.items() if s != "fit"]
+        fits = [g["fit"] for g in guides if "fit" in g]
+        got = any(_spec_in(a, low) or any(m.group(0).lower() in low for m in _CM.finditer(a)) for a in advice)
+        if not got:  # a spec question about fit or dimensions ("what's the fit of ...?")
+            got = any(_spec_in(f.p.specs[k], low) for f in facts for k in self._spec_keys(user, {f.p.id}))
+        if not fits:
+            return float(got)
+        fit = any(_spec_in(x.split(";")[0], low) for x in fits)
+        return (float(got) + float(fit)) / 2
+
+    def _compare(self, low: str, claims: list[Claim], user: str) -> float:
+        named = sorted({c.product_id for c in find_products(user, self.lex) if c.product_id})[:2]
+        said = {c.product_id for c in claims if c.kind == "product"}
+        amounts = {cents(c.value) for c in claims if c.kind == "money" and c.value is not None}
+        parts = [pid in said for pid in named]
+        parts += [cents(self.lex.products[pid].price) in amounts for pid in named]
+        asked = self._spec_keys(_blank(user, find_products(user, self.lex)), set(named[:1]))
+        shared = [k for k in asked if all(k in self.lex.products[p].specs for p in named)]
+        if shared:
+            parts += [_spec_in(self.lex.products[p].specs[shared[0]], low) for p in named]
+        return sum(parts) / len(parts) if parts else 1.0
+
+    def _style(self, reply: str, focus: set[str], claims: list[Claim], tag: str) -> float:
+        loc = self.t.locale
+        rules = self.a.rules
+        note = rules.get("style_note" if loc == self.a.default_locale else f"style_note_{loc}") or rules.get(
+            "style_note")
+        if not isinstance(note, str) or not note:
+            return 1.0
+        ok: bool | None
+        n = note.lower()
+        if "exclamation" in n or "感叹号" in note or "no hype" in n or "不要夸张" in note:
+            ok = "!" not in reply and "！" not in reply
+        elif "one sentence" in n or "一句话" in note:
+            ok = len([m for m in _SENTENCE.finditer(reply.rstrip(" .!?。！？"))]) == 0
+        elif "emoji" in n or "表情" in note:
+            ok = not _EMOJI.search(reply)
+        elif "product name" in n or "商品名称" in note:
+            ok = not focus or any(c.kind == "product" for c in claims)
+        elif "question" in n or "问题结尾" in note:
+            ok = reply.rstrip().endswith(("?", "？"))
+        elif "digits" in n or "阿拉伯数字" in note:
+            ok = not _NUMBER_WORDS.search(reply)
+        elif "guys" in n or "家人们" in note:
+            ok = "guys" not in reply.lower() and "家人们" not in reply
+        else:
+            ok = None  # a style rule the code cannot check (the LLM judge reads it)
+        if ok is None:
+            return 1.0
+        self.ev.append(Evidence("effectiveness", f"{tag}style_note: {note}", ok, note, "rule:style_note"))
+        return float(ok)
+
+
+def _spec_in(value: str, low: str) -> bool:
+    v = value.lower().strip()
+    first = re.split(r"[,(;]", v)[0].strip()
+    return v in low or (len(first) >= 2 and first in low)
