@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 import socket
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,7 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from hatkit.agent import Agent, Trace
@@ -28,6 +25,7 @@ from hatkit.sim.tool_server import (
     SessionStore,
     create_app,
     is_loopback,
+    running_app,
     serve,
 )
 
@@ -46,24 +44,8 @@ class Server:
 @contextmanager
 def running(app: FastAPI) -> Iterator[Server]:
     """uvicorn on 127.0.0.1, an OS-chosen port, in a background thread."""
-    # proto must say TCP: asyncio sets TCP_NODELAY only then (without it each request waits ~40 ms)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "tool server did not start"
-        time.sleep(0.01)
-    try:
-        yield Server(f"http://127.0.0.1:{port}", app)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with running_app(app) as url:
+        yield Server(url, app)
 
 
 @pytest.fixture(scope="module")

@@ -192,10 +192,9 @@ def serve(harness: Harness, host: str = "127.0.0.1", port: int = 8765,
 
 
 @contextmanager
-def running_server(harness: Harness, faults: FaultConfig | None = None, *,
-                   permissions: Iterable[str] | None = None) -> Iterator[str]:
-    """The sandbox server on 127.0.0.1 (an OS-chosen port) in a background thread; yields its
-    base URL and stops it on exit. For tests, benchmarks and notebooks."""
+def running_app(app: Any) -> Iterator[str]:
+    """Any ASGI app under uvicorn on 127.0.0.1 (an OS-chosen port) in a background thread;
+    yields its base URL and stops it on exit. For tests, benchmarks and notebooks."""
     import socket
     import threading
     import time
@@ -207,14 +206,13 @@ def running_server(harness: Harness, faults: FaultConfig | None = None, *,
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(harness, faults, permissions),
-                                           log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the tool server did not start")
+            raise RuntimeError("the server did not start")
         time.sleep(0.01)
     try:
         yield f"http://127.0.0.1:{port}"
@@ -222,6 +220,14 @@ def running_server(harness: Harness, faults: FaultConfig | None = None, *,
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+@contextmanager
+def running_server(harness: Harness, faults: FaultConfig | None = None, *,
+                   permissions: Iterable[str] | None = None) -> Iterator[str]:
+    """The sandbox tool server on loopback in a background thread; yields its base URL."""
+    with running_app(create_app(harness, faults, permissions)) as url:
+        yield url
 
 
 # -- client -------------------------------------------------------------------------------
