@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .speculative import SpecStats, prompt_lookup_draft
+
 
 @dataclass
 class RowResult:
@@ -119,3 +121,93 @@ def _choose(logits: Any, temperature: float, top_p: float, want_lp: bool,
         chosen = torch.multinomial(probs / probs.sum(-1, keepdim=True), 1, generator=generator)[:, 0]
     lp = logp.gather(-1, chosen[:, None])[:, 0] if want_lp else None
     return chosen, lp
+
+
+def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffix: Sequence[int], *,
+                           context: Sequence[int], eos_id: int, max_new_tokens: int,
+                           stopped: Callable[[int, list[int]], bool] | None = None,
+                           num_draft: int = 8, max_ngram: int = 3, min_ngram: int = 1,
+                           stats: SpecStats | None = None,
+                           adaptive: bool = True) -> tuple[RowResult, float]:
+    """Greedy decoding of one row with prompt-lookup speculation; same tokens as `decode_batch`.
+
+    `context` is the whole prompt (prefix + suffix) that drafts are looked up in. Each step
+    feeds the pending token plus up to `num_draft` drafted tokens in one forward pass, keeps the
+    drafts that equal the model's greedy choices, and rolls the cache back over the rest (a
+    StaticCache layer's write offset is moved back; stale entries are overwritten next step).
+    Stop checks run token by token, exactly as in `decode_batch`. With `adaptive`, the draft
+    length grows by 2 after a fully accepted draft and shrinks by 1 after a rejection (as in
+    transformers' assisted generation), so wrong drafts cost less verify width.
+    """
+    import torch
+    from transformers import StaticCache
+
+    device = model.device
+    suffix = list(suffix)
+    total = prefix_len + len(suffix) + max_new_tokens + num_draft + 1
+    cache: Any = StaticCache(config=model.config, max_cache_len=total)
+    if prefix_len:
+        for layer, cached in zip(cache.layers, prefix_cache.layers, strict=True):
+            layer.update(cached.keys[:1].contiguous(), cached.values[:1].contiguous())
+    seq = list(context)
+    out: list[int] = []
+    reason = "length"
+    st = stats if stats is not None else SpecStats()
+    started = time.perf_counter()
+    cur = prefix_len + len(suffix)
+    k = num_draft
+    with torch.inference_mode():
+        ids = torch.tensor([suffix], dtype=torch.long, device=device)
+        pos = (prefix_len + torch.arange(len(suffix), device=device))[None]
+        attn = torch.ones((1, cur), dtype=torch.long, device=device)
+        logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
+                       use_cache=True, logits_to_keep=1).logits[:, -1].float()
+        pending = int(logits.argmax(-1)[0])
+        ttft = time.perf_counter() - started
+        done = False
+        while True:
+            # emit the pending token (the model's own greedy choice)
+            out.append(pending)
+            seq.append(pending)
+            if pending == eos_id or (stopped is not None and stopped(0, out)):
+                reason, done = "stop", True
+            if done or len(out) >= max_new_tokens:
+                break
+            room = max_new_tokens - len(out) - 1  # the verify pass yields one token beyond drafts
+            draft = prompt_lookup_draft(seq, max_ngram=max_ngram, min_ngram=min_ngram,
+                                        num_draft=min(k, room)) if room > 0 else []
+            feed = [pending, *draft]
+            n = len(feed)
+            ids = torch.tensor([feed], dtype=torch.long, device=device)
+            pos = (cur + torch.arange(n, device=device))[None]
+            attn = torch.ones((1, cur + n), dtype=torch.long, device=device)
+            logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
+                           use_cache=True).logits[0].float()
+            greedy = logits.argmax(-1).tolist()
+            accepted = 0
+            while accepted < len(draft) and draft[accepted] == greedy[accepted]:
+                accepted += 1
+            st.steps += 1
+            st.drafted += len(draft)
+            st.accepted += accepted
+            rejected = len(draft) - accepted
+            if adaptive and draft:
+                k = min(num_draft, k + 2) if rejected == 0 else max(1, k - 1)
+            if rejected:
+                for layer in cache.layers:
+                    layer.crop(-rejected)
+            cur += 1 + accepted
+            for tok in draft[:accepted]:
+                out.append(tok)
+                seq.append(tok)
+                if tok == eos_id or (stopped is not None and stopped(0, out)):
+                    reason, done = "stop", True
+                    break
+                if len(out) >= max_new_tokens:
+                    done = True
+                    break
+            if done:
+                break
+            pending = int(greedy[accepted])
+    st.tokens += len(out)
+    return RowResult(out, None, reason), ttft

@@ -18,7 +18,10 @@ from typing import Any
 
 from .base import ModelOutput, ModelRequest
 from .chat_format import ChatTemplateFormat
-from .decoding import decode_batch
+from .decoding import decode_batch, decode_one_speculative
+from .speculative import SpecStats
+
+SPECULATIVE_MODES = (None, "prompt_lookup")
 
 
 class LocalModel:
@@ -26,7 +29,17 @@ class LocalModel:
 
     def __init__(self, model: Any, tokenizer: Any, model_id: str, *,
                  native_tools: bool | None = None, max_batch: int = 8,
-                 prefix_cache: bool = True, prefix_cache_size: int = 4) -> None:
+                 prefix_cache: bool = True, prefix_cache_size: int = 4,
+                 speculative: str | None = None, num_draft: int = 8, max_ngram: int = 3,
+                 min_ngram: int = 1) -> None:
+        """`speculative="prompt_lookup"`: greedy requests decoded alone (a batch of one, no
+        log-probs) draft tokens from their prompt and verify them in one pass; same tokens as
+        plain greedy. Counters go to `stats` (spec_drafted, spec_accepted, spec_acceptance_rate)."""
+        if speculative not in SPECULATIVE_MODES:
+            raise ValueError(f"speculative must be one of {SPECULATIVE_MODES}, not {speculative!r}")
+        self.speculative = speculative
+        self.num_draft, self.max_ngram, self.min_ngram = num_draft, max_ngram, min_ngram
+        self.spec = SpecStats()
         self.model = model.eval()
         self.tok = tokenizer
         self.model_id = model_id
@@ -39,7 +52,10 @@ class LocalModel:
         self._format = ChatTemplateFormat(tokenizer, self.native_tools)
         self.pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None
                           else tokenizer.eos_token_id)
-        self.stats = {"prefix_hits": 0, "prefix_misses": 0, "batches": 0, "rows": 0}
+        self.stats: dict[str, float] = {"prefix_hits": 0, "prefix_misses": 0, "batches": 0, "rows": 0}
+        if speculative:
+            self.stats.update(spec_calls=0, spec_drafted=0, spec_accepted=0, spec_steps=0,
+                              spec_tokens=0, spec_acceptance_rate=0.0)
 
     @classmethod
     def from_pretrained(cls, path: str | Path, **kwargs: Any) -> LocalModel:
@@ -118,11 +134,22 @@ class LocalModel:
             return any(s in texts[row][-(len(s) + 16):] for s in first.stop)
 
         started = time.perf_counter()
-        rows, ttft = decode_batch(
-            self.model, cache, p_len, [p[p_len:] for p in prompts], eos_id=self._format.eos_id,
-            pad_id=self.pad_id, max_new_tokens=first.max_new_tokens, temperature=first.temperature,
-            top_p=first.top_p, logprobs=any(r.logprobs for r in reqs),
-            stopped=stopped if first.stop else None)
+        if (self.speculative == "prompt_lookup" and len(reqs) == 1 and first.temperature <= 0
+                and not first.logprobs):
+            st = SpecStats()
+            row, ttft = decode_one_speculative(
+                self.model, cache, p_len, prompts[0][p_len:], context=prompts[0],
+                eos_id=self._format.eos_id, max_new_tokens=first.max_new_tokens,
+                stopped=stopped if first.stop else None, num_draft=self.num_draft,
+                max_ngram=self.max_ngram, min_ngram=self.min_ngram, stats=st)
+            rows = [row]
+            self._record_spec(st)
+        else:
+            rows, ttft = decode_batch(
+                self.model, cache, p_len, [p[p_len:] for p in prompts], eos_id=self._format.eos_id,
+                pad_id=self.pad_id, max_new_tokens=first.max_new_tokens,
+                temperature=first.temperature, top_p=first.top_p,
+                logprobs=any(r.logprobs for r in reqs), stopped=stopped if first.stop else None)
         total = time.perf_counter() - started + prefill
         ttft += prefill
         self.stats["batches"] += 1
@@ -133,3 +160,12 @@ class LocalModel:
             finish_reason="stop" if row.finish_reason == "stop" else "length",
             prompt_tokens=len(p), completion_tokens=len(row.token_ids), ttft_s=ttft, total_s=total)
             for r, p, row in zip(reqs, prompts, rows, strict=True)]
+
+    def _record_spec(self, st: SpecStats) -> None:
+        self.spec.add(st)
+        self.stats["spec_calls"] += 1
+        self.stats["spec_drafted"] = self.spec.drafted
+        self.stats["spec_accepted"] = self.spec.accepted
+        self.stats["spec_steps"] = self.spec.steps
+        self.stats["spec_tokens"] = self.spec.tokens
+        self.stats["spec_acceptance_rate"] = round(self.spec.acceptance_rate, 4)
