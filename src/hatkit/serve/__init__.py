@@ -1,0 +1,1 @@
+"""HTTP serving of a harness agent: OpenAI-compatible chat, live messages, metrics, hot swap."""
