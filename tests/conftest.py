@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from hatkit.harness import Harness
+
 FIXTURES = Path(__file__).parent / "fixtures"
 MINIMAL = FIXTURES / "harnesses" / "minimal"
 
@@ -54,3 +56,11 @@ def reference_harness(tmp_path: Path) -> Path:
     shutil.copytree(resolve_harness_path("live_commerce"), dest,
                     ignore=shutil.ignore_patterns("__pycache__"))
     return dest
+
+
+@pytest.fixture(scope="session")
+def lc() -> Harness:
+    """The shipped live_commerce harness (read-only: copy it before changing anything)."""
+    from hatkit.harness import load_harness
+
+    return load_harness("live_commerce")

@@ -39,3 +39,4 @@ def running(app: FastAPI) -> AbstractContextManager[str]:
     """The app on loopback in a thread (the same helper the tool server uses)."""
     return running_app(app)
 
+
