@@ -374,19 +374,11 @@ class Episode:
     def _fallback(self, reason: str, detail: str) -> str:
         text = self.agent.harness.spec.fallback_reply
         self._event("fallback", reason=reason, detail=detail)
-        message = ChatMessage("assistant", text)
-        fmt = self.agent.format
-        ids = None
-        if fmt is not None and self.ids is not None:
-            if self._prompt_tail:  # a request went out but its answer was an error: take back
-                last = self.trace.spans[-1].token_ids  # the generation prompt it added
-                if last is not None:
-                    del last[-self._prompt_tail:]
-                del self.ids[-self._prompt_tail:]
-                self._prompt_tail = 0
-            ids = self._glue + fmt.message_ids(self.messages, message, self.agent.schemas)
-            self._glue = []
-            self.ids.extend(ids)
-        self.messages.append(message)
-        self.trace.spans.append(Span("reply", text, ids, turn=self.turn, source="runtime"))
+        if self._prompt_tail and self.ids is not None:  # a request went out but its answer
+            last = self.trace.spans[-1].token_ids  # was an error: take back the generation
+            if last is not None:  # prompt it added, the fed reply brings its own header
+                del last[-self._prompt_tail:]
+            del self.ids[-self._prompt_tail:]
+            self._prompt_tail = 0
+        self._feed(ChatMessage("assistant", text), "reply", "runtime")
         return text
