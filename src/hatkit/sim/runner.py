@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..agent import Agent, Trace, read_traces
+from ..agent import Agent, Trace
 from ..agent.loop import Episode, drive
 from ..agent.tool_runner import ThreadToolRunner, ToolRunner
 from ..harness import Harness, load_harness
@@ -186,7 +186,3 @@ def _done_keys(out: Path) -> set[str]:
     if len(good) != len(lines):
         out.write_text("".join(good), encoding="utf-8")
     return keys
-
-
-def load_run(out: Path) -> list[Trace]:
-    return list(read_traces(out))

@@ -15,14 +15,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..agent import Trace
+from ..agent import Trace, read_traces
 from ..agent.trace import GENERATED
 from ..harness import Harness
 from ..models.base import TokenFormat
 from ..sim.faults import FaultConfig
 from ..sim.oracle import OraclePolicy
 from ..sim.questions import Question, generate_questions
-from ..sim.runner import SimConfig, load_run, run_sim
+from ..sim.runner import SimConfig, run_sim
 
 MODES = ("fixed", "hsa")
 
@@ -112,7 +112,7 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
                     progress(label, done, total)
 
             run_sim(config, policy, traces_path, resume=True, on_progress=report)
-            traces = load_run(traces_path)
+            traces = list(read_traces(traces_path))
             tools_by_hash = _tools_by_hash(traces_path.parent / "variants", settings)
             rows = [trace_row(t, tools_by_hash.get(t.harness_hash, [])) for t in traces]
             path = settings.out / mode / f"{split}.{settings.fmt}"
