@@ -90,7 +90,7 @@ def test_version_command_outside_git_is_clear(reference_harness: Path) -> None:
 def _scripted(monkeypatch: pytest.MonkeyPatch, outputs: list[str]) -> None:
     from hatkit.models.scripted import ScriptedModel
 
-    monkeypatch.setattr("hatkit.cli.load_model", lambda spec: ScriptedModel(outputs))
+    monkeypatch.setattr("hatkit.cli.agent.load_model", lambda spec: ScriptedModel(outputs))
 
 
 def test_ask_prints_reply_tool_calls_and_writes_the_trace(

@@ -1,0 +1,187 @@
+"""`hatkit judge ...`: judge traces, calibrate, report, agreement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ..harness import Harness
+from ..models.default_model import DefaultModelError
+from ..models.select import load_model
+from ._common import (
+    _fail,
+    _load,
+    _progress_bar,
+    _say,
+    app,
+    console,
+    err,
+)
+
+judge_app = typer.Typer(help="Agent-as-a-Judge: judge traces, calibrate the judge, report.",
+                        no_args_is_help=True)
+app.add_typer(judge_app, name="judge")
+JudgeOpt = Annotated[str, typer.Option("--judge", help="Judge harness folder (default: the shipped "
+                                       "live_commerce judge).")]
+
+
+def _judge(judge_dir: str, model: str | None, role: str) -> Any:
+    from ..judge.llm import LLMJudge
+    from ..judge.programmatic import JUDGE_HARNESS, ProgrammaticJudge
+
+    harness = _load(judge_dir or str(JUDGE_HARNESS))
+    if role not in ("reward", "eval"):
+        raise _fail("--role must be reward or eval")
+    if model is None:
+        return ProgrammaticJudge(harness, role=role)  # type: ignore[arg-type]
+    try:
+        return LLMJudge(harness, load_model(model), role=role)  # type: ignore[arg-type]
+    except (ValueError, DefaultModelError) as exc:
+        raise _fail(str(exc)) from None
+
+
+def _agent_harnesses(refs: list[str], traces_path: Path) -> dict[str, Harness]:
+    """Harnesses by content hash: the ones named, plus variants written beside the traces."""
+    out = {}
+    for ref in refs or ["live_commerce"]:
+        h = _load(ref)
+        out[h.content_hash] = h
+    variants = traces_path.parent / "variants"
+    if variants.is_dir():
+        for folder in sorted(p for p in variants.iterdir() if (p / "harness.yaml").is_file()):
+            h = _load(str(folder))
+            out[h.content_hash] = h
+    return out
+
+
+@judge_app.command("run")
+def judge_run(
+    traces: Annotated[Path, typer.Option(help="JSONL traces to judge.")],
+    out: Annotated[Path, typer.Option(help="JSONL file the verdicts are written to.")],
+    harness: Annotated[list[str] | None, typer.Option(help="Harness(es) the agent ran under "
+                       "(repeat); variants beside the traces are found automatically.")] = None,
+    judge: JudgeOpt = "",
+    model: Annotated[str | None, typer.Option(help="Run the judge harness with this model (LLM "
+                                              "judge) instead of the programmatic judge.")] = None,
+    role: Annotated[str, typer.Option(help="reward or eval.")] = "eval",
+) -> None:
+    """Judge every trace; write verdicts; print mean scores and pass rates."""
+    from ..agent import read_traces
+
+    j = _judge(judge, model, role)
+    by_hash = _agent_harnesses(harness or [], traces)
+    try:
+        items = list(read_traces(traces))
+    except (OSError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    missing = sorted({t.harness_hash[:12] for t in items if t.harness_hash not in by_hash})
+    if missing:
+        raise _fail(f"no harness given for hash(es) {', '.join(missing)}; pass --harness")
+    bar, update = _progress_bar("judging")
+    verdicts = []
+    with bar:
+        for i, t in enumerate(items, 1):
+            verdicts.append(j.judge(t, by_hash[t.harness_hash]))
+            update(i, len(items))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(v.to_json() + "\n" for v in verdicts), encoding="utf-8")
+    ok = [v for v in verdicts if v.error is None]
+    table = Table("judge", "role", "traces", "errors", "accuracy", "effectiveness",
+                  "accuracy pass", "effectiveness pass")
+    thresholds = getattr(j, "thresholds", {"accuracy": 0.5, "effectiveness": 0.5})
+    n = max(1, len(ok))
+    table.add_row(j.name, j.role, str(len(verdicts)), str(len(verdicts) - len(ok)),
+                  f"{sum(v.accuracy for v in ok) / n:.3f}", f"{sum(v.effectiveness for v in ok) / n:.3f}",
+                  f"{sum(v.passed('accuracy', thresholds['accuracy']) for v in ok) / n:.1%}",
+                  f"{sum(v.passed('effectiveness', thresholds['effectiveness']) for v in ok) / n:.1%}")
+    console.print(table)
+    _say(f"verdicts written to {out}")
+
+
+@judge_app.command("calibrate")
+def judge_calibrate(
+    log: Annotated[Path, typer.Option(help="Rounds log (JSONL); a round is appended.")] = Path(
+        "runs/judge/rounds.jsonl"),
+    judge: JudgeOpt = "",
+    n: Annotated[int, typer.Option(help="Items in each of the calibration and held-out sets.")] = 200,
+    seed: Annotated[int, typer.Option()] = 0,
+    notes: Annotated[str, typer.Option(help="What changed in the judge harness this round.")] = "",
+) -> None:
+    """One calibration round: the judge against reference labels on a calibration set (train
+    split) and a disjoint held-out set (dev split); appended to the rounds log."""
+    from ..judge.calibrate import report_table, run_round
+    from ..judge.planted import build_labelled_set
+
+    j = _judge(judge, None, "eval")
+    with err.status("building the labelled sets (oracle episodes with planted errors)..."):
+        cal = build_labelled_set(n, seed, "train")
+        held = build_labelled_set(n, seed + 1, "dev")
+    try:
+        rnd = run_round(j, cal, held, log, notes=notes)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    print(report_table([rnd]))
+    for flag in rnd.flags:
+        err.print(Text(f"note: {flag}", style="yellow"))
+    _say(f"round {rnd.round} ({rnd.judge_hash[:12]}) appended to {log}; labels are reference "
+         "labels from the simulator's ground truth, not human labels")
+
+
+@judge_app.command("report")
+def judge_report(
+    log: Annotated[Path, typer.Option(help="Rounds log (JSONL).")] = Path("runs/judge/rounds.jsonl"),
+    png: Annotated[Path, typer.Option(help="Plot of agreement by round.")] = Path(
+        "runs/judge/agreement.png"),
+) -> None:
+    """Agreement by calibration round: a table, and a plot (calibration vs held-out)."""
+    from ..judge.calibrate import report
+
+    if not log.is_file():
+        raise _fail(f"{log} does not exist; run `hatkit judge calibrate` first")
+    try:
+        print(report(log, png))
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    _say(f"plot written to {png}")
+
+
+@judge_app.command("agree")
+def judge_agree(
+    traces: Annotated[Path, typer.Option(help="JSONL traces the labels refer to.")],
+    labels: Annotated[Path, typer.Option(help="Labels (CSV or JSONL: trace_id, dimension, label, "
+                                         "annotator).")],
+    harness: Annotated[list[str] | None, typer.Option(help="Harness(es) the agent ran under.")] = None,
+    judge: JudgeOpt = "",
+    annotator: Annotated[str | None, typer.Option(help="Only this annotator's labels.")] = None,
+) -> None:
+    """Agreement of the judge with imported labels (human or reference): percent, Cohen's
+    kappa, confusion matrix and the disagreements."""
+    from ..agent import read_traces
+    from ..judge.agreement import judge_agreement
+    from ..judge.labels import LabelError, load_labels
+
+    j = _judge(judge, None, "eval")
+    try:
+        items = list(read_traces(traces))
+        imported = load_labels(labels)
+    except (OSError, ValueError, LabelError) as exc:
+        raise _fail(str(exc)) from None
+    by_hash = _agent_harnesses(harness or [], traces)
+    verdicts = [j.judge(t, by_hash[t.harness_hash]) for t in items if t.harness_hash in by_hash]
+    result = judge_agreement(verdicts, imported, annotator=annotator, thresholds=j.thresholds)
+    table = Table("dimension", "n", "agreement", "kappa", "judge pass / ref fail", "judge fail / ref pass")
+    for dim, r in result.items():
+        c = r.confusion
+        table.add_row(dim, str(r.n), f"{c.agreement:.1%}" if c.n else "-",
+                      f"{c.kappa:.2f}" if c.kappa is not None else "-", str(c.a1_b0), str(c.a0_b1))
+    console.print(table)
+    for dim, r in result.items():
+        for d in r.disagreements[:10]:
+            console.print(Text(f"  {dim} {d.trace_id}: judge {d.judge} vs label {d.reference} "
+                               f"{d.note} " + "; ".join(e.claim for e in d.evidence[:3])))
+
+

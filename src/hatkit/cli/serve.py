@@ -1,0 +1,61 @@
+"""`hatkit serve` and `hatkit bench ...`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..harness import Harness
+from ..models.default_model import DefaultModelError
+from ._common import (
+    HarnessOpt,
+    ModelOpt,
+    _fail,
+    _load,
+    app,
+)
+
+bench_app = typer.Typer(help="Benchmarks that ship with hatkit.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("latency", context_settings={"allow_extra_args": True,
+                                                "ignore_unknown_options": True})
+def bench_latency(ctx: typer.Context) -> None:
+    """Turn latency (p50/p95/p99, first token, tokens/s) at concurrency 1-8, and greedy vs
+    prompt-lookup decoding. Options are passed through: `hatkit bench latency -- --help`."""
+    from ..serve.latency import main as latency_main
+
+    latency_main(list(ctx.args))
+
+
+@app.command("serve")
+def serve_cmd(
+    harness: HarnessOpt = "live_commerce",
+    model: ModelOpt = "local",
+    host: Annotated[str, typer.Option(help="Bind address (loopback unless --allow-remote).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8000,
+    allow_remote: Annotated[bool, typer.Option(help="Allow a non-loopback bind address.")] = False,
+    max_concurrency: Annotated[int, typer.Option(help="Turns run at once; beyond: 429.")] = 4,
+    timeout: Annotated[float, typer.Option(help="Per-request timeout in seconds (504).")] = 60.0,
+    release: Annotated[list[str] | None, typer.Option(help="NAME=DIR of another harness release "
+                                                      "for hot swap / rollback (repeat).")] = None,
+) -> None:
+    """Serve the harness agent over HTTP: OpenAI-compatible chat completions, live messages,
+    health, Prometheus metrics, bounded concurrency and harness hot swap."""
+    from ..serve.app import serve
+
+    releases: dict[str, str | Harness] = {}
+    for item in release or []:
+        name, sep, folder = item.partition("=")
+        if not sep or not name or not folder:
+            raise _fail(f"--release expects NAME=DIR, got '{item}'")
+        releases[name] = _load(folder)
+    try:
+        serve(_load(harness), model, host=host, port=port, allow_remote=allow_remote,
+              max_concurrency=max_concurrency, request_timeout_s=timeout, harnesses=releases or None)
+    except (ValueError, DefaultModelError) as exc:
+        raise _fail(str(exc)) from None
+
+
