@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
-from . import agent, harness, judge, serve, sim  # noqa: F401  (each registers its commands)
+from importlib import import_module
+
 from ._common import app
+
+# Each module registers its commands on `app` when imported; one per line.
+_COMMAND_MODULES = (
+    "harness",
+    "agent",
+    "sim",
+    "judge",
+    "serve",
+)
+for _name in _COMMAND_MODULES:
+    import_module(f"{__name__}.{_name}")
 
 
 def main() -> None:
