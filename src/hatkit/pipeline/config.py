@@ -1,0 +1,112 @@
+"""Settings of the end-to-end HAT pipeline: one typed object, from a profile plus a YAML file.
+
+The training stages keep their own TRL-based configs (`hatkit.train.config.load_config`); the
+pipeline only carries per-stage overrides for them, so there is one config system per job.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+Profile = Literal["quick", "full"]
+
+
+class DataSettings(BaseModel):
+    """How much oracle data `hatkit data build` makes for the SFT stages."""
+
+    model_config = ConfigDict(extra="forbid")
+    train_episodes: int = Field(48, ge=1, description="Training episodes per mode (fixed and hsa).")
+    dev_episodes: int = Field(8, ge=1, description="Dev episodes per mode.")
+    n_variants: int = Field(8, ge=1, description="Training-family harness variants for HSA.")
+    fault_rate: float = Field(0.1, ge=0, le=1, description="Share of tool calls with a fault.")
+
+
+class PipelineConfig(BaseModel):
+    """Everything `hatkit run` needs; each field documented where declared."""
+
+    model_config = ConfigDict(extra="forbid")
+    profile: Profile = Field("quick", description="Size preset: quick (2-core CPU) or full (GPU).")
+    base_model: str = Field("local", description="'local' = the embedded SmolLM2-135M-Instruct, "
+                            "or a checkpoint folder (e.g. a Qwen3 model for the full profile).")
+    seed: int = Field(0, description="Seed for data, training and evaluation.")
+    data: DataSettings = Field(default_factory=lambda: DataSettings())
+    train: dict[Literal["sft", "opd", "rl"], dict[str, Any]] = Field(
+        default_factory=dict, description="Per-stage overrides of the stage's TRL-based config "
+        "(field name -> value), applied over the stage's own profile.")
+    eval_sizes: dict[str, int] = Field(
+        default_factory=dict, description="Items per evaluation suite (suite name -> count); "
+        "suites not named use the suite's own size for the profile.")
+
+
+# Sized from measured speeds on 2 cores (DESIGN.md): training about 90 tokens/s, decoding about
+# 34 tokens/s in a batch of 8 with the harness prefix cached. `hatkit run` prints the estimate.
+PROFILES: dict[str, dict[str, Any]] = {
+    "quick": {
+        "data": {"train_episodes": 48, "dev_episodes": 8, "n_variants": 8},
+        "eval_sizes": {"live_qa": 12, "variant_qa": 12, "general_if": 12, "faults": 8,
+                       "safety": 8},
+    },
+    "full": {
+        "data": {"train_episodes": 4000, "dev_episodes": 400, "n_variants": 64},
+        "eval_sizes": {"live_qa": 500, "variant_qa": 500, "general_if": 541, "faults": 200,
+                       "safety": 200},
+    },
+}
+
+
+class PipelineConfigError(ValueError):
+    """A pipeline config that cannot be used; the message names the file and the key."""
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _hint(key: str) -> str:
+    close = difflib.get_close_matches(key, PipelineConfig.model_fields, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def load_pipeline_config(profile: str = "quick", file: Path | None = None,
+                         overrides: dict[str, Any] | None = None) -> PipelineConfig:
+    """Defaults <- profile <- YAML file <- overrides. Errors name the file and the key."""
+    if profile not in PROFILES:
+        raise PipelineConfigError(f"unknown profile '{profile}': choose one of {', '.join(PROFILES)}")
+    values = _merge({"profile": profile}, PROFILES[profile])
+    where = "overrides"
+    if file is not None:
+        where = str(file)
+        try:
+            loaded = yaml.safe_load(Path(file).read_text(encoding="utf-8")) or {}
+        except FileNotFoundError:
+            raise PipelineConfigError(f"{file}: no such file") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = f":{mark.line + 1}" if mark is not None else ""
+            raise PipelineConfigError(f"{file}{line}: not valid YAML: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise PipelineConfigError(f"{file}: expected a mapping of settings at the top level")
+        if loaded.get("profile", profile) != profile:
+            values = _merge({"profile": loaded["profile"]}, PROFILES.get(loaded["profile"], {}))
+        values = _merge(values, loaded)
+    values = _merge(values, overrides or {})
+    try:
+        return PipelineConfig.model_validate(values)
+    except ValidationError as exc:
+        problems = []
+        for e in exc.errors():
+            key = ".".join(str(p) for p in e["loc"])
+            hint = _hint(str(e["loc"][0])) if e["type"] == "extra_forbidden" else ""
+            problems.append(f"{where}: {key}: {e['msg']}{hint}")
+        raise PipelineConfigError("\n".join(problems)) from None

@@ -1,0 +1,81 @@
+"""Time estimates for each pipeline stage, printed before anything starts.
+
+Built from speeds measured on this kind of machine (2 cores, fp32, SmolLM2-135M; DESIGN.md):
+training about 90 tokens/s, decoding about 34 tokens/s in a batch of 8 with the harness prefix
+cached, about 7.6 tokens/s for one sequence. Once stages finish, the remaining estimates are
+scaled by how far the finished ones were off, so the printed ETA tightens as the run goes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .config import PipelineConfig
+from .stages import Stage
+
+TRAIN_TOKENS_PER_S = 90.0
+BATCH_DECODE_TOKENS_PER_S = 34.0
+SINGLE_DECODE_TOKENS_PER_S = 7.6
+ORACLE_EPISODES_PER_S = 40.0  # data building: oracle episodes incl. tokenising the traces
+MODEL_LOAD_S = 3.0
+EVAL_TOKENS_PER_ITEM = 160  # tool call + reply, measured mean on the default model
+DEFAULT_EVAL_ITEMS = 12
+
+
+@dataclass(frozen=True)
+class Estimate:
+    stage: str
+    seconds: float
+    basis: str
+
+
+def _get(config: Any, name: str, default: float) -> float:
+    value = getattr(config, name, None)
+    return float(value) if isinstance(value, int | float) and value else default
+
+
+def _train_seconds(stage_name: str, cfg: PipelineConfig) -> tuple[float, str]:
+    from ..train.config import load_config
+
+    config = load_config(stage_name, None, cfg.profile, dict(cfg.train.get(stage_name, {})))  # type: ignore[call-overload]
+    steps = _get(config, "max_steps", 10)
+    batch = _get(config, "per_device_train_batch_size", 1) * _get(config, "gradient_accumulation_steps", 1)
+    if stage_name == "sft":
+        tokens = steps * batch * _get(config, "max_length", 1024)
+        per = int(tokens / steps / batch)
+        return tokens / TRAIN_TOKENS_PER_S, f"{int(steps)} steps x {int(batch)} x <= {per} tokens"
+    new = _get(config, "max_new_tokens", _get(config, "max_completion_length", 64))
+    gen = _get(config, "num_generations", 1)
+    turns = _get(config, "max_turns", 1)
+    samples = steps * batch * gen
+    speed = BATCH_DECODE_TOKENS_PER_S if samples > 1 else SINGLE_DECODE_TOKENS_PER_S
+    decode = samples * new * turns / speed
+    prompt = 1600 if stage_name == "rl" else 200  # RL prompts carry the rendered harness
+    learn = samples * (prompt + new * turns) / TRAIN_TOKENS_PER_S
+    return decode + learn, f"{int(steps)} steps, {int(samples)} samples of <= {int(new)} new tokens"
+
+
+def estimate(stages: list[Stage], cfg: PipelineConfig) -> list[Estimate]:
+    """A rough duration for each stage of the plan, with the numbers it rests on."""
+    out = []
+    for stage in stages:
+        if stage.kind == "data":
+            n = 2 * (cfg.data.train_episodes + cfg.data.dev_episodes)
+            out.append(Estimate(stage.name, 20 + n / ORACLE_EPISODES_PER_S, f"{n} oracle episodes"))
+        elif stage.kind == "train" and stage.row is not None and stage.row.stage is not None:
+            seconds, basis = _train_seconds(stage.row.stage, cfg)
+            out.append(Estimate(stage.name, MODEL_LOAD_S + seconds, basis))
+        elif stage.kind == "eval":
+            items = sum(cfg.eval_sizes.values()) or 5 * DEFAULT_EVAL_ITEMS
+            seconds = MODEL_LOAD_S + 8 + items * EVAL_TOKENS_PER_ITEM / BATCH_DECODE_TOKENS_PER_S
+            out.append(Estimate(stage.name, seconds, f"{items} items"))
+        else:
+            out.append(Estimate(stage.name, 5, "tables and plots"))
+    return out
+
+
+def rescale(estimates: list[Estimate], actual: dict[str, float]) -> float:
+    """The factor finished stages took relative to their estimates (1.0 before any)."""
+    est = sum(e.seconds for e in estimates if e.stage in actual)
+    return (sum(actual.values()) / est) if est > 0 and actual else 1.0

@@ -1,0 +1,87 @@
+"""The report's figures: scores by model, the variant drop, think lengths before/after RL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .stages import ROWS
+from .table import COLUMNS, cell
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def scores_plot(results: dict[str, dict[str, dict[str, Any]]], path: Path) -> Path:
+    plt = _pyplot()
+    rows = [r for r in ROWS if r.key in results]
+    columns = [c for c in COLUMNS if c.title in ("live_qa", "variant_qa", "general_if",
+                                                  "faults recovered")]
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    width = 0.8 / max(len(columns), 1)
+    for i, col in enumerate(columns):
+        values = [cell(results[r.key], col) or 0.0 for r in rows]
+        xs = [j + i * width for j in range(len(rows))]
+        ax.bar(xs, values, width, label=col.title)
+    ax.set_xticks([j + width * (len(columns) - 1) / 2 for j in range(len(rows))],
+                  [r.label for r in rows])
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("score (higher is better)")
+    ax.set_title("Scores by model")
+    ax.legend(fontsize=8, ncols=len(columns), loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def drop_plot(results: dict[str, dict[str, dict[str, Any]]], path: Path) -> Path:
+    plt = _pyplot()
+    rows = [r for r in ROWS if r.key in results]
+    drop = next(c for c in COLUMNS if c.metric == "drop")
+    values = [cell(results[r.key], drop) or 0.0 for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.bar([r.label for r in rows], values, color=["#c44" if v > 0 else "#4a4" for v in values])
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_ylabel("live_qa - variant_qa")
+    ax.set_title("Drop on held-out harness variants (lower is better)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _lengths(results: dict[str, dict[str, dict[str, Any]]], row: str, segment: str) -> list[float]:
+    details = results.get(row, {}).get("lengths", {}).get("details", {})
+    values = details.get(segment) if isinstance(details, dict) else None
+    return [float(v) for v in values] if isinstance(values, list) else []
+
+
+def lengths_plot(results: dict[str, dict[str, dict[str, Any]]], path: Path,
+                 before: str = "opd", after: str = "hat") -> Path:
+    """Think-token distributions before (+OPD) and after RL (HAT), one panel per segment."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+    labels = {r.key: r.label for r in ROWS}
+    for ax, segment in zip(axes, ("think_tool", "think_reply"), strict=True):
+        for row, color in ((before, "#888"), (after, "#27a")):
+            values = _lengths(results, row, segment)
+            if values:
+                ax.hist(values, bins=12, alpha=0.6, color=color,
+                        label=f"{labels[row]} (n={len(values)})")
+        ax.set_title(f"{segment} tokens per episode")
+        ax.set_xlabel("tokens")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+        else:
+            ax.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=ax.transAxes)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

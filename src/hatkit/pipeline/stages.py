@@ -1,0 +1,184 @@
+"""The HAT pipeline as an ordered list of stages, each resumable on its own.
+
+data -> evaluate Base -> Fixed-harness SFT -> HSA-SFT -> + General OPD -> + HSA-RL (= HAT),
+every suite on every model, then the report. A stage that finished wrote
+`stages/<name>.json`; a rerun skips it and reuses its outputs, so a killed run loses at most
+the stage it was in (and the training stages resume from their own last checkpoint).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .config import PipelineConfig
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """One row of the ablation table: the model, its training stage and its parent row."""
+
+    key: str
+    label: str
+    stage: str | None  # hatkit.train.<stage>; None = the base model, untrained
+    parent: str | None
+    mode: str | None = None  # SFT dataset mode: fixed or hsa
+
+
+ROWS = (
+    ModelRow("base", "Base", None, None),
+    ModelRow("fixed_sft", "Fixed-SFT", "sft", "base", "fixed"),
+    ModelRow("hsa_sft", "HSA-SFT", "sft", "base", "hsa"),
+    ModelRow("opd", "+OPD", "opd", "hsa_sft"),
+    ModelRow("hat", "HAT", "rl", "opd"),
+)
+ROW_BY_KEY = {r.key: r for r in ROWS}
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    kind: str  # data | train | eval | report
+    row: ModelRow | None = None
+
+    @property
+    def label(self) -> str:
+        if self.row is None:
+            return self.name
+        return f"{'train' if self.kind == 'train' else 'evaluate'} {self.row.label}"
+
+
+def plan() -> list[Stage]:
+    """Stages in run order: each model is evaluated as soon as it exists."""
+    stages = [Stage("data", "data")]
+    for row in ROWS:
+        if row.stage is not None:
+            stages.append(Stage(f"train-{row.key}", "train", row))
+        stages.append(Stage(f"eval-{row.key}", "eval", row))
+    stages.append(Stage("report", "report"))
+    return stages
+
+
+class RunDir:
+    """The layout of `runs/<id>/`: where every stage reads and writes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.data = root / "data"
+        self.checkpoints = root / "checkpoints"
+        self.eval = root / "eval"
+        self.stages = root / "stages"
+
+    def stage_file(self, stage: Stage) -> Path:
+        return self.stages / f"{stage.name}.json"
+
+    def done(self, stage: Stage) -> dict[str, Any] | None:
+        path = self.stage_file(stage)
+        if not path.is_file():
+            return None
+        record: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return record
+
+    def mark_done(self, stage: Stage, record: dict[str, Any]) -> None:
+        self.stages.mkdir(parents=True, exist_ok=True)
+        tmp = self.stage_file(stage).with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, self.stage_file(stage))
+
+    def model_path(self, row: ModelRow, base_model: str) -> str:
+        """The checkpoint a row's model lives in ('local' for the embedded base model)."""
+        if row.stage is None:
+            return base_model
+        record = self.done(Stage(f"train-{row.key}", "train", row))
+        if record is None:
+            raise RuntimeError(f"the {row.label} model is not trained yet")
+        return str(record["outputs"]["checkpoint"])
+
+
+def _train(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
+    from ..train.config import load_config
+
+    row = stage.row
+    assert row is not None and row.stage is not None and row.parent is not None
+    module = importlib.import_module(f"hatkit.train.{row.stage}")
+    overrides: dict[str, Any] = {
+        **cfg.train.get(row.stage, {}),  # type: ignore[call-overload]
+        "model": run.model_path(ROW_BY_KEY[row.parent], cfg.base_model),
+        "output_dir": str(run.checkpoints / row.key), "seed": cfg.seed,
+    }
+    if row.stage == "sft":
+        overrides.update(dataset_dir=str(run.data), mode=row.mode)
+    if row.stage == "opd":
+        overrides["teacher"] = cfg.base_model
+    config = load_config(row.stage, None, cfg.profile, overrides)
+    checkpoint = module.train(config, resume=True, progress=progress)
+    return {"checkpoint": str(checkpoint)}
+
+
+def _data(run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
+    from transformers import AutoTokenizer
+
+    from ..models.chat_format import ChatTemplateFormat
+    from ..models.default_model import ensure_default_model
+    from ..train.dataset import BuildSettings, build_datasets
+
+    source = ensure_default_model() if cfg.base_model == "local" else Path(cfg.base_model)
+    fmt = ChatTemplateFormat(AutoTokenizer.from_pretrained(source), native_tools=False)
+    d = cfg.data
+    settings = BuildSettings(out=run.data, train_episodes=d.train_episodes,
+                             dev_episodes=d.dev_episodes, seed=cfg.seed, n_variants=d.n_variants,
+                             fault_rate=d.fault_rate)
+    total = 2 * (d.train_episodes + d.dev_episodes)
+    seen: dict[str, int] = {}
+
+    def update(label: str, done: int, _total: int) -> None:
+        seen[label] = done
+        if progress is not None:
+            progress(sum(seen.values()), total)
+
+    manifest = build_datasets(settings, fmt, progress=update)
+    return {"manifest": str(run.data / "manifest.json"), "disjoint": manifest["disjoint"]["ok"]}
+
+
+def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
+    from ..evals import SUITES, run_suites
+    from ..models.select import load_model
+
+    assert stage.row is not None
+    model = load_model(run.model_path(stage.row, cfg.base_model))
+    out = run.eval / stage.row.key
+    results = run_suites(list(SUITES), model, sizes=cfg.eval_sizes or None, out_dir=out,
+                         seed=cfg.seed, progress=progress)
+    return {"dir": str(out), "suites": {name: r.metrics for name, r in results.items()}}
+
+
+def run_stage(stage: Stage, run: RunDir, cfg: PipelineConfig,
+              progress: Progress | None = None) -> dict[str, Any]:
+    """Run one stage (unless it is done) and record it; returns its record."""
+    record = run.done(stage)
+    if record is not None:
+        return record
+    started = time.time()
+    if stage.kind == "data":
+        outputs = _data(run, cfg, progress)
+    elif stage.kind == "train":
+        outputs = _train(stage, run, cfg, progress)
+    elif stage.kind == "eval":
+        outputs = _eval(stage, run, cfg, progress)
+    else:
+        from .report import write_report
+
+        outputs = write_report(run, cfg)
+    record = {"stage": stage.name, "outputs": outputs, "seconds": round(time.time() - started, 1),
+              "finished": datetime.now(UTC).isoformat(timespec="seconds")}
+    run.mark_done(stage, record)
+    return record
