@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.hatkit-installed
 
-.PHONY: setup run test test-slow lint clean-venv
+.PHONY: setup browser run test test-slow lint clean-venv
 
 setup: $(STAMP)
 
@@ -25,13 +25,17 @@ $(STAMP): pyproject.toml Makefile
 	@touch $(STAMP)
 
 run: setup
-	$(BIN)/hatkit demo
+	$(BIN)/hatkit run --profile quick
+
+# Debian's chromium for the `hatkit ui` browser tests (apt-get when missing; idempotent).
+browser: setup
+	scripts/install_browser.sh $(VENV)
 
 lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
-test: lint
+test: lint browser
 	$(BIN)/python -m pytest -m "not slow and not gpu" -q
 
 test-slow: setup

@@ -14,6 +14,9 @@ _COMMAND_MODULES = (
     "judge",
     "serve",
     "run",
+    "ui",
+    "train",
+    "evals",
 )
 for _name in _COMMAND_MODULES:
     import_module(f"{__name__}.{_name}")

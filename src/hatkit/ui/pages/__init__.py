@@ -1,0 +1,1 @@
+"""One router per page of the app."""
