@@ -97,7 +97,8 @@ def test_report_cells_equal_the_suite_files(tmp_path: Path) -> None:
 
 
 def test_findings_report_each_claim_either_way() -> None:
-    results = {row: {s: {"metrics": m, "n": 12} for s, m in suites.items()} for row, suites in METRICS.items()}
+    results = {row: {s: {"metrics": m, "n": 12} for s, m in suites.items()}
+               for row, suites in METRICS.items()}
     claims = {c["claim"]: c for c in findings(results)}
     assert len(claims) == 3
     assert all(c["holds"] == "yes" for c in claims.values())

@@ -20,27 +20,33 @@ class DataSettings(BaseModel):
     """How much oracle data `hatkit data build` makes for the SFT stages."""
 
     model_config = ConfigDict(extra="forbid")
-    train_episodes: int = Field(48, ge=1, description="Training episodes per mode (fixed and hsa).")
-    dev_episodes: int = Field(8, ge=1, description="Dev episodes per mode.")
-    n_variants: int = Field(8, ge=1, description="Training-family harness variants for HSA.")
-    fault_rate: float = Field(0.1, ge=0, le=1, description="Share of tool calls with a fault.")
+    train_episodes: int = Field(default=48, ge=1, description="Training episodes per mode (fixed and hsa).")
+    dev_episodes: int = Field(default=8, ge=1, description="Dev episodes per mode.")
+    n_variants: int = Field(default=8, ge=1, description="Training-family harness variants for HSA.")
+    fault_rate: float = Field(default=0.1, ge=0, le=1, description="Share of tool calls with a fault.")
 
 
 class PipelineConfig(BaseModel):
     """Everything `hatkit run` needs; each field documented where declared."""
 
     model_config = ConfigDict(extra="forbid")
-    profile: Profile = Field("quick", description="Size preset: quick (2-core CPU) or full (GPU).")
-    base_model: str = Field("local", description="'local' = the embedded SmolLM2-135M-Instruct, "
+    profile: Profile = Field(default="quick", description="Size preset: quick (2-core CPU) or full (GPU).")
+    base_model: str = Field(default="local", description="'local' = the embedded SmolLM2-135M-Instruct, "
                             "or a checkpoint folder (e.g. a Qwen3 model for the full profile).")
-    seed: int = Field(0, description="Seed for data, training and evaluation.")
+    seed: int = Field(default=0, description="Seed for data, training and evaluation.")
     data: DataSettings = Field(default_factory=lambda: DataSettings())
     train: dict[Literal["sft", "opd", "rl"], dict[str, Any]] = Field(
         default_factory=dict, description="Per-stage overrides of the stage's TRL-based config "
         "(field name -> value), applied over the stage's own profile.")
     eval_sizes: dict[str, int] = Field(
-        default_factory=dict, description="Items per evaluation suite (suite name -> count); "
-        "suites not named use the suite's own size for the profile.")
+        default_factory=dict, description="Items per evaluation suite (suite name -> count) over "
+        "the suites' own sizes for the profile (hatkit.evals QUICK_SIZES / DEFAULT_SIZES).")
+
+    def suite_sizes(self) -> dict[str, int]:
+        """The evaluation sizes in force: the profile's suite sizes, then `eval_sizes`."""
+        from ..evals.suites import DEFAULT_SIZES, QUICK_SIZES
+
+        return {**(QUICK_SIZES if self.profile == "quick" else DEFAULT_SIZES), **self.eval_sizes}
 
 
 # Sized from measured speeds on 2 cores (DESIGN.md): training about 90 tokens/s, decoding about
@@ -48,13 +54,9 @@ class PipelineConfig(BaseModel):
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         "data": {"train_episodes": 48, "dev_episodes": 8, "n_variants": 8},
-        "eval_sizes": {"live_qa": 12, "variant_qa": 12, "general_if": 12, "faults": 8,
-                       "safety": 8},
     },
     "full": {
         "data": {"train_episodes": 4000, "dev_episodes": 400, "n_variants": 64},
-        "eval_sizes": {"live_qa": 500, "variant_qa": 500, "general_if": 541, "faults": 200,
-                       "safety": 200},
     },
 }
 

@@ -20,7 +20,6 @@ SINGLE_DECODE_TOKENS_PER_S = 7.6
 ORACLE_EPISODES_PER_S = 40.0  # data building: oracle episodes incl. tokenising the traces
 MODEL_LOAD_S = 3.0
 EVAL_TOKENS_PER_ITEM = 160  # tool call + reply, measured mean on the default model
-DEFAULT_EVAL_ITEMS = 12
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,8 @@ def estimate(stages: list[Stage], cfg: PipelineConfig) -> list[Estimate]:
             seconds, basis = _train_seconds(stage.row.stage, cfg)
             out.append(Estimate(stage.name, MODEL_LOAD_S + seconds, basis))
         elif stage.kind == "eval":
-            items = sum(cfg.eval_sizes.values()) or 5 * DEFAULT_EVAL_ITEMS
+            sizes = cfg.suite_sizes()
+            items = sum(n for s, n in sizes.items() if s not in ("lengths", "latency"))
             seconds = MODEL_LOAD_S + 8 + items * EVAL_TOKENS_PER_ITEM / BATCH_DECODE_TOKENS_PER_S
             out.append(Estimate(stage.name, seconds, f"{items} items"))
         else:

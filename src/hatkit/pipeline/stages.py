@@ -150,13 +150,14 @@ def _data(run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[s
 
 
 def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
-    from ..evals import SUITES, run_suites
+    from ..evals import DEFAULT_SETTINGS, QUICK_SETTINGS, SUITES, run_suites
     from ..models.select import load_model
 
     assert stage.row is not None
     model = load_model(run.model_path(stage.row, cfg.base_model))
     out = run.eval / stage.row.key
-    results = run_suites(list(SUITES), model, sizes=cfg.eval_sizes or None, out_dir=out,
+    settings = QUICK_SETTINGS if cfg.profile == "quick" else DEFAULT_SETTINGS
+    results = run_suites(list(SUITES), model, sizes=cfg.suite_sizes(), settings=settings, out_dir=out,
                          seed=cfg.seed, progress=progress)
     return {"dir": str(out), "suites": {name: r.metrics for name, r in results.items()}}
 

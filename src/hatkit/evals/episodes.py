@@ -1,0 +1,175 @@
+"""Run evaluation cases through the agent loop (batched) and judge them with the eval judge.
+
+Every suite that runs the agent goes through `run_cases`: episodes of one harness are
+driven together (`hatkit.agent.loop.drive`), so a local backend decodes them in one batch
+with the harness prefix cached. Each episode is bounded by `EvalSettings`: new tokens per
+call are capped, and after `max_model_calls` calls for one viewer message the loop receives
+an error output, so the episode ends with the harness fallback (event `eval_budget`). Each
+viewer turn's wall time and reply go into `trace.meta` (`turn_s`, `replies`), which the
+latency suite and the ground-truth checks read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..agent import Agent
+from ..agent.loop import Episode, drive
+from ..agent.tool_runner import ToolRunner
+from ..agent.trace import Event, Trace
+from ..harness import Harness
+from ..judge.programmatic import JUDGE_HARNESS, ProgrammaticJudge
+from ..judge.verdict import Verdict
+from ..models.base import ChatModel, ModelOutput, ModelRequest
+from ..sim.faults import FaultInjectingRunner
+from .cases import EvalCase, ReplyCheck, check_replies
+from .result import EvalSettings, write_jsonl_atomic
+
+Progress = Callable[[int, int], None]
+Step = Generator[ModelRequest, ModelOutput, str]
+
+
+@dataclass
+class Episodes:
+    """Traces of some cases with their verdicts and ground-truth checks, in case order."""
+
+    cases: list[EvalCase]
+    traces: list[Trace]
+    verdicts: list[Verdict]
+    checks: list[ReplyCheck]
+    harnesses: list[Harness]
+    """The harness each episode ran under."""
+
+    def extend(self, other: Episodes) -> None:
+        self.cases += other.cases
+        self.traces += other.traces
+        self.verdicts += other.verdicts
+        self.checks += other.checks
+        self.harnesses += other.harnesses
+
+    def write(self, path: Path) -> Path:
+        """The traces as JSONL (atomically); returns the path."""
+        write_jsonl_atomic(path, [t.to_json() for t in self.traces])
+        return path
+
+
+def empty_episodes() -> Episodes:
+    return Episodes([], [], [], [], [])
+
+
+@lru_cache(maxsize=4)
+def eval_judge(judge_dir: str | None = None) -> ProgrammaticJudge:
+    """The eval-role programmatic judge (never the reward role)."""
+    return ProgrammaticJudge(judge_dir or JUDGE_HARNESS, role="eval")
+
+
+def _bounded(step: Step, settings: EvalSettings, ep: Episode) -> Step:
+    """Pass `step`'s requests on with max_new_tokens capped; after `max_model_calls` calls,
+    answer with an error output instead of asking the model (the loop then falls back)."""
+    calls = 0
+    try:
+        request = next(step)
+        while True:
+            calls += 1
+            if calls > settings.max_model_calls:
+                budget = settings.max_model_calls
+                ep.trace.events.append(Event("eval_budget", ep.turn, {"max_model_calls": budget}))
+                out = ModelOutput("", finish_reason="error", error=(
+                    f"evaluation budget of {settings.max_model_calls} model calls per message spent"))
+            else:
+                cap = min(request.max_new_tokens, settings.max_new_tokens)
+                out = yield replace(request, max_new_tokens=cap)
+            request = step.send(out)
+    except StopIteration as done:
+        return str(done.value)
+
+
+def _episode_step(ep: Episode, texts: Sequence[str], settings: EvalSettings) -> Step:
+    """All viewer turns of one episode; records per-turn wall time and reply in trace.meta."""
+    turn_s: list[float] = []
+    replies: list[str] = []
+    reply = ""
+    for text in texts:
+        t0 = time.perf_counter()
+        reply = yield from _bounded(ep.ask(text), settings, ep)
+        turn_s.append(time.perf_counter() - t0)
+        replies.append(reply)
+    ep.trace.meta.update(turn_s=turn_s, replies=replies)
+    return reply
+
+
+def run_cases(model: ChatModel, harness: Harness, cases: Sequence[EvalCase], *, settings: EvalSettings,
+              suite: str, seed: int = 0, tool_runner: ToolRunner | None = None,
+              progress: Progress | None = None, done_before: int = 0, total: int | None = None,
+              extra_meta: dict[str, Any] | None = None) -> Episodes:
+    """Run `cases` under `harness` in batches of `settings.batch_size`, then judge them.
+
+    Progress is reported as (done_before + finished, total)."""
+    agent = Agent(harness, model, tool_runner=tool_runner)
+    judge = eval_judge(settings.judge)
+    total = total if total is not None else done_before + len(cases)
+    out = empty_episodes()
+    for start in range(0, len(cases), settings.batch_size):
+        chunk = cases[start:start + settings.batch_size]
+        episodes = []
+        for i, case in enumerate(chunk, start):
+            key = f"{suite}:{seed}:{harness.content_hash[:12]}:{i}:{case.id}"
+            ep = agent.episode(episode_id=key)
+            if isinstance(tool_runner, FaultInjectingRunner):
+                tool_runner.seed_episode(ep.state, key)
+            ep.trace.meta.update(case.meta(), suite=suite, seed=seed, episode_key=key, **(extra_meta or {}))
+            episodes.append(ep)
+        drive(model, [_episode_step(ep, case.texts, settings)
+                      for ep, case in zip(episodes, chunk, strict=True)])
+        for ep, case in zip(episodes, chunk, strict=True):
+            trace = ep.trace
+            out.cases.append(case)
+            out.traces.append(trace)
+            out.verdicts.append(judge.judge(trace, harness))
+            out.checks.append(check_replies(case, [str(r) for r in trace.meta.get("replies", [])]))
+            out.harnesses.append(harness)
+        if progress is not None:
+            progress(done_before + len(out.traces), total)
+    return out
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def qa_metrics(eps: Episodes) -> dict[str, float]:
+    """live_qa / variant_qa numbers: mean eval-judge accuracy and effectiveness, their mean."""
+    acc = mean([v.accuracy for v in eps.verdicts])
+    eff = mean([v.effectiveness for v in eps.verdicts])
+    return {"accuracy": acc, "effectiveness": eff, "score": (acc + eff) / 2}
+
+
+def episode_records(eps: Episodes) -> list[dict[str, Any]]:
+    """One small JSON record per episode for SuiteResult.details."""
+    rows = []
+    for case, trace, verdict, check in zip(eps.cases, eps.traces, eps.verdicts, eps.checks, strict=True):
+        rows.append({
+            "episode_id": trace.episode_id, "case_id": case.id, "category": case.category,
+            "harness": trace.harness_name, "accuracy": verdict.accuracy,
+            "effectiveness": verdict.effectiveness,
+            "items": {k: v.score for k, v in verdict.items.items()},
+            "facts_recall": check.facts_recall, "facts_missed": check.facts_missed,
+            "must_not_hits": check.must_not_hits,
+            "fallback": bool(trace.events_of("fallback")), "faults": len(trace.events_of("fault_injected")),
+            "reply": trace.final_reply[:300],
+        })
+    return rows
+
+
+def by_category(eps: Episodes) -> dict[str, dict[str, float]]:
+    """Mean accuracy and effectiveness per category (for the report's breakdowns)."""
+    groups: dict[str, list[Verdict]] = {}
+    for case, v in zip(eps.cases, eps.verdicts, strict=True):
+        groups.setdefault(case.category or "unknown", []).append(v)
+    return {c: {"n": float(len(vs)), "accuracy": mean([v.accuracy for v in vs]),
+                "effectiveness": mean([v.effectiveness for v in vs])} for c, vs in sorted(groups.items())}

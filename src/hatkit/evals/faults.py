@@ -1,0 +1,63 @@
+"""faults: live_qa with injected tool faults; how often does the agent still answer correctly?
+
+Cases are simulator test questions of the tool-using categories (or the user's questions).
+`FAULTS` injects exactly one fault per episode, on its first tool call, of a kind drawn
+deterministically per episode (timeout, malformed, truncated, permission denied, empty,
+server error), and only on the first attempt of a call, so an identical retry succeeds.
+
+Definitions (per episode):
+- **faulted**: at least one fault was injected (a `fault_injected` event in the trace); an
+  episode that never calls a tool gets no fault and is not counted.
+- **recovered**: faulted, and the eval judge passes the episode on both accuracy and
+  effectiveness (its calibrated pass thresholds): the viewer still got a correct answer.
+
+Metrics: `faulted`, `recovered` (counts) and `recovered_rate` = recovered / faulted (0 when
+no episode was faulted; `details.note` says so).
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..sim.faults import FaultConfig, FaultInjectingRunner
+from .cases import TOOL_CATEGORIES, EvalCase, sim_cases
+from .context import SuiteContext
+from .episodes import episode_records, eval_judge, mean, run_cases
+from .result import SuiteResult
+
+NAME = "faults"
+FAULTS = FaultConfig(
+    rates={"timeout": 0.25, "malformed": 0.15, "truncated": 0.15, "permission_denied": 0.15,
+           "empty": 0.15, "server_error": 0.15},
+    max_per_episode=1, first_call_only=True)
+
+
+def run(ctx: SuiteContext) -> SuiteResult:
+    started = time.perf_counter()
+    cases: list[EvalCase] = (ctx.questions[:ctx.n] if ctx.questions is not None
+                             else sim_cases(ctx.harness.rules, ctx.n, ctx.seed, categories=TOOL_CATEGORIES))
+    runner = FaultInjectingRunner(FAULTS.model_copy(update={"seed": ctx.seed}))
+    eps = run_cases(ctx.model, ctx.harness, cases, settings=ctx.settings, suite=NAME, seed=ctx.seed,
+                    tool_runner=runner, progress=ctx.progress)
+    th = eval_judge(ctx.settings.judge).thresholds
+    faulted = recovered = 0
+    records = episode_records(eps)
+    for rec, trace, v in zip(records, eps.traces, eps.verdicts, strict=True):
+        hit = bool(trace.events_of("fault_injected"))
+        ok = v.passed("accuracy", th["accuracy"]) and v.passed("effectiveness", th["effectiveness"])
+        rec.update(faulted=hit, correct=ok, recovered=hit and ok,
+                   fault_kinds=[e.data.get("fault") for e in trace.events_of("fault_injected")])
+        faulted += hit
+        recovered += hit and ok
+    path = eps.write(ctx.traces_path(NAME))
+    clean = [v for t, v in zip(eps.traces, eps.verdicts, strict=True) if not t.events_of("fault_injected")]
+    return SuiteResult(
+        suite=NAME, n=len(eps.traces), model_id=ctx.model.model_id, harness_hash=ctx.harness.content_hash,
+        metrics={"recovered_rate": recovered / faulted if faulted else 0.0,
+                 "recovered": float(recovered), "faulted": float(faulted)},
+        seconds=time.perf_counter() - started, traces=str(path),
+        details={"injected_by_kind": dict(runner.injected), "thresholds": th,
+                 "accuracy_faulted": mean([v.accuracy for t, v in zip(eps.traces, eps.verdicts, strict=True)
+                                           if t.events_of("fault_injected")]),
+                 "accuracy_clean": mean([v.accuracy for v in clean]), "episodes": records,
+                 "note": "" if faulted else "no episode called a tool, so none was faulted"})

@@ -1,0 +1,73 @@
+"""lengths: how long the model reasons before tool calls and before replies (live_qa traces).
+
+Counted per model call, the unit the published numbers use (290.6 -> 171.2 tokens for
+tool-call reasoning, 93.6 -> 37.0 for reply reasoning):
+- `think_tool`: reasoning tokens of each model call that made a tool call;
+- `think_reply`: reasoning tokens of each model call that produced the reply.
+A call without reasoning counts 0, so a model that stops thinking shows it. Tokens are the
+trace's own token ids (local backends); traces without ids (HTTP or scripted backends) count
+whitespace-separated words instead, and `details.unit` says which. Vetoed generations count
+too: the model produced them. Metrics: `think_tool_mean/p50/p95`, `think_reply_mean/p50/p95`;
+details keep the raw per-call lists and per-episode totals (the report plots them).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from ..agent.trace import Trace
+from . import live_qa
+from .context import SuiteContext
+from .result import SuiteResult
+from .stats import summary
+
+NAME = "lengths"
+
+
+def _size(text: str, ids: list[int] | None) -> int:
+    return len(ids) if ids is not None else len(text.split())
+
+
+def call_lengths(trace: Trace) -> tuple[list[int], list[int]]:
+    """(think_tool per tool-calling model call, think_reply per replying model call)."""
+    calls: dict[int, dict[str, int]] = {}
+    for s in trace.spans:
+        if s.source != "model":
+            continue
+        seg = calls.setdefault(s.turn, {})
+        seg[s.segment] = seg.get(s.segment, 0) + _size(s.text, s.token_ids)
+    tool, reply = [], []
+    for seg in calls.values():
+        if "tool_call" in seg:
+            tool.append(seg.get("think_tool", 0))
+        elif "reply" in seg or "think_reply" in seg:
+            reply.append(seg.get("think_reply", 0))
+    return tool, reply
+
+
+def measure(traces: Sequence[Trace]) -> tuple[dict[str, float], dict[str, object]]:
+    tool_all: list[int] = []
+    reply_all: list[int] = []
+    per_episode = []
+    for t in traces:
+        tool, reply = call_lengths(t)
+        tool_all += tool
+        reply_all += reply
+        per_episode.append({"episode_id": t.episode_id, "think_tool": sum(tool), "think_reply": sum(reply),
+                            "tool_calls": len(tool), "replies": len(reply)})
+    metrics = {**summary("think_tool", tool_all), **summary("think_reply", reply_all)}
+    unit = "tokens" if traces and all(t.has_tokens() for t in traces) else "words"
+    details: dict[str, object] = {"unit": unit, "think_tool": tool_all, "think_reply": reply_all,
+                                  "per_episode": per_episode}
+    return metrics, details
+
+
+def run(ctx: SuiteContext) -> SuiteResult:
+    started = time.perf_counter()
+    eps = live_qa.episodes(ctx)
+    metrics, details = measure(eps.traces)
+    return SuiteResult(suite=NAME, metrics=metrics, n=len(eps.traces), model_id=ctx.model.model_id,
+                       harness_hash=ctx.harness.content_hash, seconds=time.perf_counter() - started,
+                       details={**details, "from": "live_qa"},
+                       traces=str(eps.write(ctx.traces_path(live_qa.NAME))))

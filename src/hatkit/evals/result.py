@@ -1,0 +1,86 @@
+"""What a suite returns and writes: `SuiteResult`, plus the evaluation settings and sizes."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class SuiteResult(BaseModel):
+    """One suite's outcome. `metrics` is flat, with the keys the report table reads."""
+
+    model_config = ConfigDict(extra="forbid")
+    suite: str = Field(description="Suite name, one of hatkit.evals.SUITES.")
+    metrics: dict[str, float] = Field(description="Flat metric name -> value (the report's columns).")
+    n: int = Field(description="How many items (episodes or prompts) were evaluated.")
+    model_id: str = Field(default="", description="The evaluated model's id.")
+    harness_hash: str = Field(default="", description="Content hash of the (base) harness evaluated under.")
+    seconds: float = Field(default=0.0, description="Wall time of the suite.")
+    details: dict[str, Any] = Field(default_factory=dict,
+                                    description="Per-item records and breakdowns (JSON values only).")
+    traces: str | None = Field(default=None, description="Path of the JSONL traces the suite wrote, if any.")
+
+    def write(self, path: Path | str) -> Path:
+        """Write as JSON atomically (a temp file renamed over `path`; never half-written)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, self.model_dump_json(indent=1) + "\n")
+        return path
+
+    @classmethod
+    def read(cls, path: Path | str) -> SuiteResult:
+        """Read one written by `write`; errors name the file."""
+        path = Path(path)
+        try:
+            return cls.model_validate_json(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "file"
+            raise ValueError(f"{path}: not a suite result: {where}: {first['msg']}") from None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temp file in the same folder and an atomic rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_jsonl_atomic(path: Path, rows: list[str]) -> None:
+    """JSON lines written atomically (each row already serialised)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, "".join(r + "\n" for r in rows))
+
+
+class EvalSettings(BaseModel):
+    """How suites run the model: token and call budgets, batching, variants."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    max_new_tokens: int = Field(default=192, ge=1, description=(
+        "Cap on new tokens per agent model call (the harness's own max_new_tokens still applies "
+        "when smaller)."))
+    max_model_calls: int = Field(default=6, ge=1, description=(
+        "Model calls allowed per viewer message before the episode is ended with the harness "
+        "fallback (an 'eval_budget' event); bounds the cost of a model that loops on tool calls."))
+    if_max_new_tokens: int = Field(default=256, ge=1, description="New tokens per general_if answer.")
+    batch_size: int = Field(default=8, ge=1, description="Episodes (or prompts) decoded together.")
+    n_variants: int = Field(default=4, ge=1, description="Held-out harness variants variant_qa spreads over.")
+    judge: str | None = Field(default=None, description=(
+        "Eval-role judge harness folder; None = the shipped live_commerce judge."))
+
+
+DEFAULT_SETTINGS = EvalSettings()
+QUICK_SETTINGS = EvalSettings(max_new_tokens=96, max_model_calls=4, if_max_new_tokens=96, n_variants=1)
+"""For the quick pipeline on a 2-core CPU (~34 tokens/s in a batch of 8): one held-out variant, so
+variant_qa's 8 episodes decode as one batch (episodes of different harnesses cannot share one)."""

@@ -1,0 +1,66 @@
+"""variant_qa: live_qa's messages on harnesses of the held-out variant family.
+
+The same cases as live_qa (same n and seed), spread round-robin over `settings.n_variants`
+variants made by `hatkit.sim.augment.make_variant` with the HELDOUT family (renamed tools and
+skills, paraphrased prompts, every rule moved off its training value). Simulator ground truth
+is recomputed under each variant's rules; each trace is judged against the variant it ran
+under. The drop live_qa - variant_qa measures how much a model depends on one harness surface.
+Variants are written under `out_dir/variants/` and reused by a rerun when their base matches.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from ..harness import Harness, load_harness
+from ..sim.augment import HELDOUT_FAMILY, make_variant, read_provenance, variant_name
+from .context import SuiteContext
+from .episodes import empty_episodes, run_cases
+from .live_qa import cases_for, qa_result
+from .result import SuiteResult
+
+NAME = "variant_qa"
+
+
+def heldout_variants(base: Harness, folder: Path, count: int, seed: int) -> list[Harness]:
+    """`count` held-out variants of `base` in `folder` (made, or reused when up to date)."""
+    base_hash = base.content_hash
+    out = []
+    for i in range(count):
+        vseed = seed * 100 + i
+        dest = folder / variant_name(base.name, HELDOUT_FAMILY, vseed)
+        if (dest / "harness.yaml").is_file():
+            try:
+                if read_provenance(dest).get("base_hash") == base_hash:
+                    out.append(load_harness(dest))
+                    continue
+            except (OSError, ValueError):
+                pass
+        if dest.exists():
+            shutil.rmtree(dest)
+        folder.mkdir(parents=True, exist_ok=True)
+        out.append(make_variant(base.root, dest, family=HELDOUT_FAMILY, seed=vseed))
+    return out
+
+
+def run(ctx: SuiteContext) -> SuiteResult:
+    started = time.perf_counter()
+    variants = heldout_variants(ctx.harness, ctx.out_dir / "variants", min(ctx.settings.n_variants,
+                                                                          max(1, ctx.n)), ctx.seed)
+    cases = cases_for(ctx)
+    eps = empty_episodes()
+    for k, variant in enumerate(variants):
+        mine = [c.under_rules(variant.rules) for c in cases[k::len(variants)]]
+        if mine:
+            eps.extend(run_cases(ctx.model, variant, mine, settings=ctx.settings, suite=NAME, seed=ctx.seed,
+                                 progress=ctx.progress, done_before=len(eps.traces), total=len(cases),
+                                 extra_meta={"variant": variant.name}))
+    by_variant = {}
+    for v in variants:
+        mine_v = [x for x, h in zip(eps.verdicts, eps.harnesses, strict=True) if h is v]
+        by_variant[v.name] = {"n": len(mine_v), "hash": v.content_hash,
+                              "accuracy": sum(x.accuracy for x in mine_v) / max(1, len(mine_v)),
+                              "effectiveness": sum(x.effectiveness for x in mine_v) / max(1, len(mine_v))}
+    return qa_result(NAME, ctx, eps, started, variants=by_variant, family=HELDOUT_FAMILY.name)
