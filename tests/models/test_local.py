@@ -99,3 +99,31 @@ def test_sampling_is_seeded_and_logprobs_are_of_the_sampled_tokens() -> None:
     b = m.generate(_requests(m, ["hi"], max_new_tokens=8, temperature=1.0, logprobs=True))[0]
     assert a.token_ids == b.token_ids and a.logprobs == b.logprobs
     assert a.logprobs is not None and all(lp <= 0 for lp in a.logprobs)
+
+
+def test_streams_get_each_rows_text_as_it_decodes() -> None:
+    m = _model(max_batch=8)
+    reqs = _requests(m, QUESTIONS, max_new_tokens=12)
+    got: list[list[str]] = [[] for _ in reqs]
+    outs = m.generate(reqs, streams=[g.append for g in got])
+    assert m.stats["batches"] == 1  # one batch, four sinks
+    for out, pieces in zip(outs, got, strict=True):
+        ids = [t for t in out.token_ids or [] if t != m.token_format().eos_id]
+        assert "".join(pieces) == m.tok.decode(ids, skip_special_tokens=False)
+        assert len(pieces) == len(ids)  # one piece per token (the char tokenizer)
+    plain = m.generate(reqs)
+    assert [o.token_ids for o in plain] == [o.token_ids for o in outs]
+
+
+def test_a_raising_sink_is_dropped_and_decoding_goes_on() -> None:
+    m = _model()
+    reqs = _requests(m, ["hi", "price?"], max_new_tokens=8)
+    seen: list[str] = []
+
+    def bad(_: str) -> None:
+        raise RuntimeError("client went away")
+
+    outs = m.generate(reqs, streams=[bad, seen.append])
+    assert all(o.error is None for o in outs)
+    assert "".join(seen) == m.tok.decode(
+        [t for t in outs[1].token_ids or [] if t != 2], skip_special_tokens=False)

@@ -136,3 +136,94 @@ def test_acceptance_from_prometheus_metrics() -> None:
     assert got == {"accepted": 1560.0, "drafted": 2000.0, "acceptance_rate": 0.78}
     assert spec_acceptance_from_metrics(SGLANG_METRICS) == {"acceptance_rate": 0.78}
     assert spec_acceptance_from_metrics("vllm:num_requests_running 1\n") is None
+
+
+# -- assisted decoding with a draft model --
+
+@pytest.mark.parametrize("draft_seed", [1, 5])
+def test_draft_model_gives_plain_greedy_ids(draft_seed: int) -> None:
+    plain = _model(1)
+    tok = plain.tok
+    same = draft_seed == 1
+    draft = plain.model if same else tiny_llama(len(tok), seed=draft_seed)
+    spec = LocalModel(plain.model, tok, "tiny", draft_model=draft, draft_tokenizer=tok,
+                      draft_tokens=4)
+    assert spec.speculative == "draft"
+    for system, q in CASES:
+        for max_new in (1, 6, 24):
+            req = _request(plain, system, q, max_new_tokens=max_new)
+            streamed: list[str] = []
+            a, b = plain.generate([req])[0], spec.generate([req], streams=[streamed.append])[0]
+            assert a.token_ids == b.token_ids, (draft_seed, system, q, max_new)
+            assert a.finish_reason == b.finish_reason
+            assert "".join(streamed) == tok.decode([t for t in b.token_ids or [] if t != 2],
+                                                   skip_special_tokens=False)
+    s = spec.stats
+    print(f"draft seed {draft_seed}: acceptance {s['spec_acceptance_rate']:.1%} "
+          f"({s['spec_accepted']}/{s['spec_drafted']}), {s['spec_steps']} target passes for "
+          f"{s['spec_tokens']} tokens")
+    assert s["spec_calls"] == len(CASES) * 3 and s["spec_drafted"] > 0
+    if same:  # a draft equal to the target is always right
+        assert s["spec_acceptance_rate"] == 1.0 and s["spec_steps"] < s["spec_tokens"]
+    else:
+        assert s["spec_acceptance_rate"] < 1.0
+
+
+def test_draft_model_with_stop_strings_and_without_prefix_cache() -> None:
+    plain = _model(prefix_cache=False)
+    spec = LocalModel(plain.model, plain.tok, "tiny", prefix_cache=False,
+                      draft_model=tiny_llama(len(plain.tok), seed=3), draft_tokenizer=plain.tok)
+    req = _request(plain, "ab " * 20, "abab", max_new_tokens=30)
+    free = plain.generate([req])[0]
+    assert spec.generate([req])[0].token_ids == free.token_ids
+    text = plain.tok.decode(free.token_ids or [], skip_special_tokens=False)
+    req2 = _request(plain, "ab " * 20, "abab", max_new_tokens=30, stop=(text[4:6],))
+    a, b = plain.generate([req2])[0], spec.generate([req2])[0]
+    assert a.token_ids == b.token_ids and a.finish_reason == b.finish_reason == "stop"
+
+
+def test_a_draft_with_another_vocabulary_is_refused() -> None:
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    from hatkit.models.assisted import DraftMismatch
+
+    plain = _model()
+    with pytest.raises(DraftMismatch, match="vocabulary size 50 != target's"):
+        LocalModel(plain.model, plain.tok, "tiny", draft_model=tiny_llama(50))
+    other = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(
+        {"<unk>": 0, "a": 1, "b": 2}, unk_token="<unk>")), unk_token="<unk>")
+    with pytest.raises(DraftMismatch, match="draft tokenizer differs"):
+        LocalModel(plain.model, plain.tok, "tiny", draft_model=tiny_llama(len(plain.tok)),
+                   draft_tokenizer=other)
+    with pytest.raises(ValueError, match="needs draft_model"):
+        LocalModel(plain.model, plain.tok, "tiny", speculative="draft")
+    with pytest.raises(ValueError, match=r"no config\.json"):
+        LocalModel(plain.model, plain.tok, "tiny", draft_model="/nonexistent/draft")
+
+
+def test_draft_model_from_a_checkpoint_folder(tmp_path: object) -> None:
+    from pathlib import Path
+
+    plain = _model()
+    folder = Path(str(tmp_path)) / "draft"
+    tiny_llama(len(plain.tok), seed=4).save_pretrained(folder)
+    plain.tok.save_pretrained(folder)
+    spec = LocalModel(plain.model, plain.tok, "tiny", draft_model=str(folder))
+    req = _request(plain, "you are a shop host. " * 4, "hi", max_new_tokens=10)
+    assert spec.generate([req])[0].token_ids == plain.generate([req])[0].token_ids
+
+
+def test_a_truncated_target_is_a_same_tokenizer_draft() -> None:
+    from hatkit.models.assisted import truncated_draft
+
+    plain = _model(2)
+    draft = truncated_draft(plain.model, 1)
+    assert draft.lm_head is plain.model.lm_head and draft.config.num_hidden_layers == 1
+    spec = LocalModel(plain.model, plain.tok, "tiny", draft_model=draft, draft_tokenizer=plain.tok)
+    for system, q in CASES[:3]:
+        req = _request(plain, system, q, max_new_tokens=16)
+        assert spec.generate([req])[0].token_ids == plain.generate([req])[0].token_ids
+    assert spec.stats["spec_drafted"] > 0
+    with pytest.raises(ValueError, match="between 1 and 1"):
+        truncated_draft(plain.model, 2)

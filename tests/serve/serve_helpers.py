@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -40,3 +41,44 @@ def running(app: FastAPI) -> AbstractContextManager[str]:
     return running_app(app)
 
 
+
+
+class DripModel(ScriptedModel):
+    """A text backend that streams: each word of the scripted text reaches the request's
+    sink `delay` seconds after the previous one (like a model decoding), then returns."""
+
+    def __init__(self, respond: Callable[[ModelRequest], str], delay: float = 0.05) -> None:
+        super().__init__([respond] * 1000)
+        self.delay = delay
+        self.finished_at: list[float] = []
+        """time.monotonic() at the end of each generate call."""
+
+    def generate(self, requests: Sequence[ModelRequest],
+                 streams: Sequence[Callable[[str], None] | None] | None = None) -> list[ModelOutput]:
+        outs = super().generate(requests)
+        for i, out in enumerate(outs):
+            sink = streams[i] if streams else None
+            for piece in re.findall(r"\s*\S+", out.text):
+                time.sleep(self.delay)
+                if sink is not None:
+                    sink(piece)
+        self.finished_at.append(time.monotonic())
+        return outs
+
+
+def sse_chunks(url: str, body: dict[str, object]) -> tuple[int, list[tuple[float, dict[str, object]]]]:
+    """POST a streamed chat completion; (status, [(arrival time, parsed event), ...])."""
+    import json
+
+    import httpx
+
+    events: list[tuple[float, dict[str, object]]] = []
+    with httpx.stream("POST", f"{url}/v1/chat/completions", json={**body, "stream": True},
+                      timeout=20) as r:
+        if r.status_code != 200:
+            r.read()
+            return r.status_code, [(time.monotonic(), r.json())]
+        for line in r.iter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                events.append((time.monotonic(), json.loads(line[6:])))
+    return 200, events

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,22 +15,42 @@ import yaml
 from serve_helpers import SlowModel, echo, running
 
 from hatkit.harness import Harness, load_harness
+from hatkit.models.base import ModelOutput, ModelRequest
+from hatkit.models.scripted import ScriptedModel
 from hatkit.serve.app import create_app
 from hatkit.serve.limits import is_loopback
+from hatkit.serve.memory import RssSampler
 
 CHAT = "/v1/chat/completions"
 HELLO = {"messages": [{"role": "user", "content": "hello!"}]}
 
 
-def test_overload_answers_200_or_429_never_5xx(lc: Harness) -> None:
-    app = create_app(lc, SlowModel(echo, delay=0.4), max_concurrency=2)
-    with running(app) as url, httpx.Client(base_url=url, timeout=10) as c:
+class HungryModel(SlowModel):
+    """Holds `mb` MiB per request while it decodes, like a KV cache, so memory tracks how
+    many requests are decoding at once."""
+
+    def __init__(self, mb: int, delay: float) -> None:
+        super().__init__(echo, delay)
+        self.mb = mb
+
+    def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
+        held = [b"k" * (self.mb << 20) for _ in requests]  # written, so resident
+        try:
+            return super().generate(requests)
+        finally:
+            del held
+
+
+def test_overload_answers_200_or_429_never_5xx_and_memory_stays_bounded(lc: Harness) -> None:
+    mb, slots, clients = 16, 2, 20
+    app = create_app(lc, HungryModel(mb, delay=0.4), max_concurrency=slots)
+    with running(app) as url, httpx.Client(base_url=url, timeout=10) as c, RssSampler() as rss:
         def one(_: int) -> tuple[httpx.Response, float]:
             t0 = time.monotonic()
             return c.post(CHAT, json=HELLO), time.monotonic() - t0
 
-        with ThreadPoolExecutor(20) as pool:
-            futures = [pool.submit(one, i) for i in range(20)]
+        with ThreadPoolExecutor(clients) as pool:
+            futures = [pool.submit(one, i) for i in range(clients)]
             time.sleep(0.1)
             t0 = time.monotonic()
             health = c.get("/healthz")  # the event loop stays responsive under load
@@ -43,8 +64,15 @@ def test_overload_answers_200_or_429_never_5xx(lc: Harness) -> None:
     assert all(r.json()["error"]["type"] == "overloaded" for r, _ in results if r.status_code == 429)
     assert max(s for _, s in results) < 5.0
     assert health.status_code == 200 and health_s < 0.3
+    assert health.json()["peak_rss_bytes"] > 0
     assert 'hatkit_rejections_total{reason="saturated"}' in metrics
+    assert "hatkit_peak_rss_bytes" in metrics and "process_resident_memory_bytes" in metrics
     assert app.state.runner.limit.active == 0
+    # memory follows the slots, not the clients: at most `slots` requests decode at once
+    growth_mb = rss.growth / 2**20
+    print(f"peak RSS growth under overload: {growth_mb:.1f} MiB "
+          f"({slots} slots x {mb} MiB; {clients} clients would be {clients * mb} MiB)")
+    assert mb * 0.9 <= growth_mb < (slots + 2) * mb, growth_mb
 
 
 @pytest.fixture
@@ -133,16 +161,51 @@ def test_request_timeout_is_504_and_frees_its_slot(lc: Harness) -> None:
         assert app.state.runner.limit.active == 0
 
 
-def test_model_failure_is_a_200_fallback(lc: Harness) -> None:
-    def broken(_: object) -> str:
-        raise RuntimeError("backend exploded")
+def test_backend_down_is_503_with_retry_after_and_healthz_recovers(lc: Harness) -> None:
+    down = [True]
 
-    app = create_app(lc, SlowModel(broken))
+    def flaky(req: ModelRequest) -> str:
+        if down[0]:
+            raise RuntimeError("connection refused by upstream")
+        return echo(req)
+
+    app = create_app(lc, SlowModel(flaky), probe_interval_s=0.05)
+    with running(app) as url, httpx.Client(base_url=url, timeout=10) as c:
+        assert c.get("/healthz").status_code == 200
+        live = c.post("/v1/live/messages", json={"message": "hi"})
+        chat = c.post(CHAT, json=HELLO)
+        for r in (live, chat):
+            assert r.status_code == 503, r.text
+            assert r.headers["retry-after"] == "5"
+            err = r.json()["error"]
+            assert err["type"] == "backend_unavailable" and err["code"] == 503
+            assert "connection refused by upstream" in err["message"]
+        health = c.get("/healthz")
+        assert health.status_code == 503 and health.headers["retry-after"]
+        backend = health.json()["backend"]
+        assert health.json()["status"] == "unavailable" and not backend["ok"]
+        assert "connection refused" in backend["last_error"] and backend["errors_total"] >= 2
+        assert 'hatkit_rejections_total{reason="backend_unavailable"} 2.0' in c.get("/metrics").text
+        down[0] = False  # the backend comes back; a probe from /healthz notices it
+        deadline = time.monotonic() + 5
+        while c.get("/healthz").status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert c.get("/healthz").json()["backend"]["ok"]
+        assert c.post(CHAT, json=HELLO).status_code == 200
+
+
+def test_tool_failure_is_still_a_normal_reply(lc: Harness) -> None:
+    def broken_tool_then_reply(req: ModelRequest) -> str:
+        if not any(m.role == "tool" for m in req.messages):
+            return ScriptedModel.call("check_stock", product_id="NOPE-404")
+        return "Sorry, I could not check that one."
+
+    app = create_app(lc, SlowModel(broken_tool_then_reply))
     with running(app) as url:
-        r = httpx.post(f"{url}/v1/live/messages", json={"message": "hi"})
-    assert r.status_code == 200
-    assert r.json()["reply"] == lc.spec.fallback_reply
-    assert any(e["kind"] == "model_error" for e in r.json()["events"])
+        r = httpx.post(f"{url}/v1/live/messages", json={"message": "in stock?"})
+        health = httpx.get(f"{url}/healthz")
+    assert r.status_code == 200 and r.json()["reply"] == "Sorry, I could not check that one."
+    assert health.status_code == 200
 
 
 def test_batching_model_serialises_and_batches(lc: Harness) -> None:

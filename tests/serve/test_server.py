@@ -59,7 +59,7 @@ def test_chat_completion_streams_sse(lc: Harness) -> None:
     deltas = [c["choices"][0]["delta"].get("content", "") for c in chunks]
     reply = "You said: hello there, nice show"
     assert "".join(deltas) == reply
-    assert sum(1 for d in deltas if d) == len(reply.split())
+    assert sum(1 for d in deltas if d) == 1  # a backend that cannot stream: one piece at the end
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
     assert chunks[-1]["hatkit"]["harness_hash"] == lc.content_hash
     assert app.state.model.inner.requests[0].max_new_tokens <= 64

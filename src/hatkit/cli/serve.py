@@ -23,8 +23,9 @@ app.add_typer(bench_app, name="bench")
 @bench_app.command("latency", context_settings={"allow_extra_args": True,
                                                 "ignore_unknown_options": True})
 def bench_latency(ctx: typer.Context) -> None:
-    """Turn latency (p50/p95/p99, first token, tokens/s) at concurrency 1-8, and greedy vs
-    prompt-lookup decoding. Options are passed through: `hatkit bench latency -- --help`."""
+    """Turn latency (p50/p95/p99, first token, tokens/s, peak RSS) at concurrency 1-8, and
+    greedy vs prompt-lookup vs draft-model decoding (--draft-model PATH). Options are passed
+    through: `hatkit bench latency -- --help`."""
     from ..serve.latency import main as latency_main
 
     latency_main(list(ctx.args))
@@ -41,6 +42,14 @@ def serve_cmd(
     timeout: Annotated[float, typer.Option(help="Per-request timeout in seconds (504).")] = 60.0,
     release: Annotated[list[str] | None, typer.Option(help="NAME=DIR of another harness release "
                                                       "for hot swap / rollback (repeat).")] = None,
+    stream_policy: Annotated[str, typer.Option(
+        help="How streamed replies meet pre_reply hooks: auto (sentences if the harness has "
+             "reply hooks, else tokens), sentences, tokens, or hold (send after the hooks).")] = "auto",
+    speculative: Annotated[str | None, typer.Option(
+        help="Local model only: prompt_lookup, or draft (with --draft-model).")] = None,
+    draft_model: Annotated[str | None, typer.Option(
+        help="Checkpoint folder of a small draft model with the same tokenizer (assisted "
+             "decoding; implies --speculative draft).")] = None,
 ) -> None:
     """Serve the harness agent over HTTP: OpenAI-compatible chat completions, live messages,
     health, Prometheus metrics, bounded concurrency and harness hot swap."""
@@ -52,9 +61,15 @@ def serve_cmd(
         if not sep or not name or not folder:
             raise _fail(f"--release expects NAME=DIR, got '{item}'")
         releases[name] = _load(folder)
+    from ..serve.streaming import STREAM_POLICIES
+
+    if stream_policy not in STREAM_POLICIES:
+        raise _fail(f"--stream-policy must be one of {', '.join(STREAM_POLICIES)}")
     try:
         serve(_load(harness), model, host=host, port=port, allow_remote=allow_remote,
-              max_concurrency=max_concurrency, request_timeout_s=timeout, harnesses=releases or None)
+              max_concurrency=max_concurrency, request_timeout_s=timeout, harnesses=releases or None,
+              stream_policy=stream_policy, speculative=speculative,  # type: ignore[arg-type]
+              draft_model=draft_model)
     except (ValueError, DefaultModelError) as exc:
         raise _fail(str(exc)) from None
 

@@ -17,6 +17,9 @@ from typing import Any
 
 from .speculative import SpecStats, prompt_lookup_draft
 
+OnToken = Callable[[int, int], None]
+"""Streaming callback: (row, token id), called as each token is decided."""
+
 
 @dataclass
 class RowResult:
@@ -30,11 +33,13 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
                  eos_id: int, pad_id: int, max_new_tokens: int, temperature: float = 0.0,
                  top_p: float = 1.0, logprobs: bool = False,
                  stopped: Callable[[int, list[int]], bool] | None = None,
-                 generator: Any = None) -> tuple[list[RowResult], float]:
+                 generator: Any = None,
+                 on_token: OnToken | None = None) -> tuple[list[RowResult], float]:
     """Decode every row after `prefix + suffix`; returns the rows and the time to first token.
 
     Rows are padded between the prefix and their suffix so the prefix keeps its positions.
-    `stopped(row, ids)` says whether a row's text hit a stop string.
+    `stopped(row, ids)` says whether a row's text hit a stop string. `on_token(row, id)` is
+    called for each token the moment it is chosen (streaming), before the row's stop checks.
     """
     import torch
     from transformers import StaticCache
@@ -75,6 +80,8 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
             for j, r in enumerate(rows):
                 tok = int(nxt[j])
                 out_ids[r].append(tok)
+                if on_token is not None:
+                    on_token(r, tok)
                 if lp is not None:
                     out_lp[r].append(float(lp[j]))
                 if tok == eos_id or (stopped is not None and stopped(r, out_ids[r])):
@@ -127,8 +134,8 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
                            context: Sequence[int], eos_id: int, max_new_tokens: int,
                            stopped: Callable[[int, list[int]], bool] | None = None,
                            num_draft: int = 8, max_ngram: int = 3, min_ngram: int = 1,
-                           stats: SpecStats | None = None,
-                           adaptive: bool = True) -> tuple[RowResult, float]:
+                           stats: SpecStats | None = None, adaptive: bool = True,
+                           on_token: OnToken | None = None) -> tuple[RowResult, float]:
     """Greedy decoding of one row with prompt-lookup speculation; same tokens as `decode_batch`.
 
     `context` is the whole prompt (prefix + suffix) that drafts are looked up in. Each step
@@ -169,6 +176,8 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
             # emit the pending token (the model's own greedy choice)
             out.append(pending)
             seq.append(pending)
+            if on_token is not None:
+                on_token(0, pending)
             if pending == eos_id or (stopped is not None and stopped(0, out)):
                 reason, done = "stop", True
             if done or len(out) >= max_new_tokens:
@@ -200,6 +209,8 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
             for tok in draft[:accepted]:
                 out.append(tok)
                 seq.append(tok)
+                if on_token is not None:
+                    on_token(0, tok)
                 if tok == eos_id or (stopped is not None and stopped(0, out)):
                     reason, done = "stop", True
                     break

@@ -5,23 +5,51 @@ Prefilling it costs seconds on a CPU, so its KV cache is computed once per prefi
 copied into each call; episodes waiting on the model at the same time decode in one batch.
 Rows of a batch share the cached prefix and are padded *between* prefix and suffix, so the
 prefix keeps its positions and greedy outputs match unbatched ones; decoding itself is in
-`decoding.py`.
+`decoding.py` (plain and prompt lookup) and `assisted.py` (draft model).
+
+Streaming: `generate(requests, streams=[sink, ...])` calls each request's sink with text
+deltas as its row's tokens are decided (batched rows each feed their own sink), so a server
+can send tokens before the call returns.
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .assisted import check_draft, decode_one_assisted
 from .base import ModelOutput, ModelRequest
 from .chat_format import ChatTemplateFormat
 from .decoding import decode_batch, decode_one_speculative
 from .speculative import SpecStats
 
-SPECULATIVE_MODES = (None, "prompt_lookup")
+SPECULATIVE_MODES = (None, "prompt_lookup", "draft")
+TextSink = Callable[[str], None]
+"""Receives a request's generated text piece by piece (end-of-turn token left out)."""
+
+
+class _Detokenizer:
+    """Token ids -> text deltas; waits while the text ends in a partial UTF-8 character."""
+
+    def __init__(self, tok: Any, eos_id: int, sink: TextSink) -> None:
+        self.tok, self.eos_id, self.sink = tok, eos_id, sink
+        self.ids: list[int] = []
+        self.sent = ""
+
+    def push(self, token: int) -> None:
+        if token == self.eos_id:
+            return
+        self.ids.append(token)
+        text = str(self.tok.decode(self.ids, skip_special_tokens=False))
+        if text.endswith("\ufffd"):
+            return
+        delta = text[len(self.sent):] if text.startswith(self.sent) else ""
+        self.sent = text
+        if delta:
+            self.sink(delta)
 
 
 class LocalModel:
@@ -31,14 +59,31 @@ class LocalModel:
                  native_tools: bool | None = None, max_batch: int = 8,
                  prefix_cache: bool = True, prefix_cache_size: int = 4,
                  speculative: str | None = None, num_draft: int = 8, max_ngram: int = 3,
-                 min_ngram: int = 1) -> None:
-        """`speculative="prompt_lookup"`: greedy requests decoded alone (a batch of one, no
-        log-probs) draft tokens from their prompt and verify them in one pass; same tokens as
-        plain greedy. Counters go to `stats` (spec_drafted, spec_accepted, spec_acceptance_rate)."""
+                 min_ngram: int = 1, draft_model: Any = None, draft_tokenizer: Any = None,
+                 draft_tokens: int = 5) -> None:
+        """Speculative decoding applies to greedy requests decoded alone (a batch of one, no
+        log-probs) and gives the same tokens as plain greedy; other calls decode plainly.
+        `speculative="prompt_lookup"`: drafts are copied from the prompt (`num_draft`,
+        `max_ngram`, `min_ngram`). `speculative="draft"`: `draft_model` (a model, or a checkpoint
+        folder) with the same tokenizer proposes `draft_tokens` tokens per step; passing a
+        draft_model alone selects it. A draft whose vocabulary differs is refused
+        (DraftMismatch). Counters go to `stats` (spec_drafted, spec_accepted, ...)."""
+        if draft_model is not None and speculative is None:
+            speculative = "draft"
         if speculative not in SPECULATIVE_MODES:
             raise ValueError(f"speculative must be one of {SPECULATIVE_MODES}, not {speculative!r}")
+        if speculative == "draft" and draft_model is None:
+            raise ValueError("speculative='draft' needs draft_model (a model or a checkpoint folder)")
         self.speculative = speculative
         self.num_draft, self.max_ngram, self.min_ngram = num_draft, max_ngram, min_ngram
+        self.draft_tokens = max(1, draft_tokens)
+        self.draft: Any = None
+        if speculative == "draft":
+            if isinstance(draft_model, str | Path):
+                draft_model, draft_tokenizer = _load_draft(draft_model, model)
+            check_draft(model, tokenizer, draft_model, draft_tokenizer)
+            self.draft = draft_model.to(model.device).eval()
+        self._draft_cache: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self.spec = SpecStats()
         self.model = model.eval()
         self.tok = tokenizer
@@ -81,7 +126,12 @@ class LocalModel:
         return self._format
 
     # -- generation --
-    def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
+    def generate(self, requests: Sequence[ModelRequest],
+                 streams: Sequence[TextSink | None] | None = None) -> list[ModelOutput]:
+        """One output per request; `streams[i]` (optional) receives request i's text as it is
+        generated. A sink that raises is dropped for the rest of the call, decoding goes on."""
+        if streams is not None and len(streams) != len(requests):
+            raise ValueError(f"{len(streams)} streams for {len(requests)} requests")
         outputs: list[ModelOutput | None] = [None] * len(requests)
         groups: dict[tuple[Any, ...], list[int]] = {}
         for i, r in enumerate(requests):
@@ -93,8 +143,9 @@ class LocalModel:
         for idx in groups.values():
             for start in range(0, len(idx), self.max_batch):
                 chunk = idx[start:start + self.max_batch]
+                sinks = [streams[i] if streams is not None else None for i in chunk]
                 try:
-                    results = self._generate_batch([requests[i] for i in chunk])
+                    results = self._generate_batch([requests[i] for i in chunk], sinks)
                 except Exception as exc:  # noqa: BLE001 - a failed call is data, not a crash
                     results = [ModelOutput("", finish_reason="error", error=f"{type(exc).__name__}: {exc}")
                                for _ in chunk]
@@ -102,23 +153,45 @@ class LocalModel:
                     outputs[i] = out
         return [o for o in outputs if o is not None]
 
-    def _prefix_cache(self, prefix: tuple[int, ...]) -> Any:
+    def _prefix_cache(self, prefix: tuple[int, ...], draft: bool = False) -> Any:
         import torch
 
-        if prefix in self._cache:
-            self._cache.move_to_end(prefix)
-            self.stats["prefix_hits"] += 1
-            return self._cache[prefix]
-        self.stats["prefix_misses"] += 1
+        store, model = (self._draft_cache, self.draft) if draft else (self._cache, self.model)
+        if prefix in store:
+            store.move_to_end(prefix)
+            if not draft:
+                self.stats["prefix_hits"] += 1
+            return store[prefix]
+        if not draft:
+            self.stats["prefix_misses"] += 1
         with torch.inference_mode():
-            out = self.model(torch.tensor([list(prefix)], device=self.model.device), use_cache=True)
+            out = model(torch.tensor([list(prefix)], device=model.device), use_cache=True)
         cache = out.get("cache") or out.get("past_key_values")
-        self._cache[prefix] = cache
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        store[prefix] = cache
+        while len(store) > self._cache_size:
+            store.popitem(last=False)
         return cache
 
-    def _generate_batch(self, reqs: list[ModelRequest]) -> list[ModelOutput]:
+    def _on_token(self, sinks: Sequence[TextSink | None]) -> Callable[[int, int], None] | None:
+        """The decoder's per-token callback feeding each row's sink (None: no streaming)."""
+        if not any(sinks):
+            return None
+        rows: list[_Detokenizer | None] = [
+            _Detokenizer(self.tok, self._format.eos_id, s) if s is not None else None for s in sinks]
+
+        def on_token(row: int, token: int) -> None:
+            d = rows[row]
+            if d is None:
+                return
+            try:
+                d.push(token)
+            except Exception:  # noqa: BLE001 - a broken consumer must not stop the batch
+                rows[row] = None
+
+        return on_token
+
+    def _generate_batch(self, reqs: list[ModelRequest],
+                        sinks: Sequence[TextSink | None] = ()) -> list[ModelOutput]:
         first = reqs[0]
         prompts = [list(r.prompt_ids or []) for r in reqs]
         p_len = first.prefix_len if self.use_prefix_cache else 0
@@ -133,15 +206,23 @@ class LocalModel:
             texts[row] += self.tok.decode(ids[-1:], skip_special_tokens=False)
             return any(s in texts[row][-(len(s) + 16):] for s in first.stop)
 
+        on_token = self._on_token(list(sinks) or [None] * len(reqs))
         started = time.perf_counter()
-        if (self.speculative == "prompt_lookup" and len(reqs) == 1 and first.temperature <= 0
-                and not first.logprobs):
+        if self.speculative and len(reqs) == 1 and first.temperature <= 0 and not first.logprobs:
             st = SpecStats()
-            row, ttft = decode_one_speculative(
-                self.model, cache, p_len, prompts[0][p_len:], context=prompts[0],
-                eos_id=self._format.eos_id, max_new_tokens=first.max_new_tokens,
-                stopped=stopped if first.stop else None, num_draft=self.num_draft,
-                max_ngram=self.max_ngram, min_ngram=self.min_ngram, stats=st)
+            stop_fn = stopped if first.stop else None
+            if self.speculative == "draft":
+                d_cache = self._prefix_cache(tuple(prompts[0][:p_len]), draft=True) if p_len else None
+                row, ttft = decode_one_assisted(
+                    self.model, cache, self.draft, d_cache, p_len, prompts[0][p_len:],
+                    eos_id=self._format.eos_id, max_new_tokens=first.max_new_tokens,
+                    stopped=stop_fn, num_draft=self.draft_tokens, stats=st, on_token=on_token)
+            else:
+                row, ttft = decode_one_speculative(
+                    self.model, cache, p_len, prompts[0][p_len:], context=prompts[0],
+                    eos_id=self._format.eos_id, max_new_tokens=first.max_new_tokens,
+                    stopped=stop_fn, num_draft=self.num_draft, max_ngram=self.max_ngram,
+                    min_ngram=self.min_ngram, stats=st, on_token=on_token)
             rows = [row]
             self._record_spec(st)
         else:
@@ -149,7 +230,8 @@ class LocalModel:
                 self.model, cache, p_len, [p[p_len:] for p in prompts], eos_id=self._format.eos_id,
                 pad_id=self.pad_id, max_new_tokens=first.max_new_tokens,
                 temperature=first.temperature, top_p=first.top_p,
-                logprobs=any(r.logprobs for r in reqs), stopped=stopped if first.stop else None)
+                logprobs=any(r.logprobs for r in reqs), stopped=stopped if first.stop else None,
+                on_token=on_token)
         total = time.perf_counter() - started + prefill
         ttft += prefill
         self.stats["batches"] += 1
@@ -169,3 +251,15 @@ class LocalModel:
         self.stats["spec_steps"] = self.spec.steps
         self.stats["spec_tokens"] = self.spec.tokens
         self.stats["spec_acceptance_rate"] = round(self.spec.acceptance_rate, 4)
+
+
+def _load_draft(path: str | Path, target: Any) -> tuple[Any, Any]:
+    """A draft checkpoint folder -> (model in the target's dtype, its tokenizer)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = Path(path)
+    if not (folder / "config.json").is_file():
+        raise ValueError(f"draft model '{folder}': not a checkpoint folder (no config.json)")
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=target.dtype)
+    return model, tok

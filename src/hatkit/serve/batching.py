@@ -4,20 +4,31 @@ Threads running episodes call `generate`; whoever finds the model idle becomes t
 takes every request queued so far and calls the inner model once for all of them (so
 concurrent episodes are decoded in one batch); the others wait for their outputs. The inner
 model is never called from two threads at once, which is what LocalModel needs.
+
+Streaming: a caller may pass a text sink per request. A backend whose `generate` takes
+`streams` (LocalModel) feeds each sink as its row decodes, batched or not; for any other
+backend the sink gets the whole text once the call returns. Every call's outcome goes to
+`health` (a failed call marks the backend down, see health.py).
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..models.base import ChatModel, ModelOutput, ModelRequest, TokenFormat
+from .health import BackendHealth
+
+Sink = Callable[[str], None]
 
 
 @dataclass(eq=False)  # identity: equal requests from two callers are two jobs
 class _Job:
     requests: Sequence[ModelRequest]
+    streams: Sequence[Sink | None]
     outputs: list[ModelOutput] | None = None
     error: BaseException | None = None
     done: bool = False
@@ -33,8 +44,14 @@ class _Usage:
 class BatchingModel:
     """Serialises and batches calls to `inner`; counts tokens per calling thread."""
 
-    def __init__(self, inner: ChatModel, max_batch: int = 16) -> None:
+    def __init__(self, inner: ChatModel, max_batch: int = 16,
+                 health: BackendHealth | None = None) -> None:
         self.inner = inner
+        self.health = health or BackendHealth()
+        try:
+            self.native_streaming = "streams" in inspect.signature(inner.generate).parameters
+        except (TypeError, ValueError):
+            self.native_streaming = False
         self.model_id = inner.model_id
         self.native_tools = inner.native_tools
         self.max_batch = max_batch
@@ -56,8 +73,9 @@ class BatchingModel:
         u: _Usage | None = getattr(self._local, "usage", None)
         return (u.prompt, u.completion) if u else (0, 0)
 
-    def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
-        job = _Job(requests)
+    def generate(self, requests: Sequence[ModelRequest],
+                 streams: Sequence[Sink | None] | None = None) -> list[ModelOutput]:
+        job = _Job(requests, list(streams) if streams is not None else [None] * len(requests))
         with self._cv:
             self._pending.append(job)
             while not job.done and self._busy:
@@ -72,16 +90,19 @@ class BatchingModel:
                 batch.append(nxt)
                 size += len(nxt.requests)
         flat = [r for j in batch for r in j.requests]
+        sinks = [s for j in batch for s in j.streams]
         try:
             try:
-                outs = self.inner.generate(flat)
+                outs = self._call_inner(flat, sinks)
                 if len(outs) != len(flat):
                     raise RuntimeError(f"backend returned {len(outs)} outputs for {len(flat)} requests")
+                self.health.record(outs)
                 pos = 0
                 for j in batch:
                     j.outputs = outs[pos:pos + len(j.requests)]
                     pos += len(j.requests)
             except BaseException as exc:  # noqa: BLE001 - handed to every waiting caller
+                self.health.failed(f"{type(exc).__name__}: {exc}")
                 for j in batch:
                     j.error = exc
         finally:
@@ -92,6 +113,18 @@ class BatchingModel:
                 self._busy = False
                 self._cv.notify_all()
         return self._finish(job)
+
+    def _call_inner(self, flat: list[ModelRequest], sinks: list[Sink | None]) -> list[ModelOutput]:
+        if not any(sinks):
+            return self.inner.generate(flat)
+        if self.native_streaming:
+            return self.inner.generate(flat, streams=sinks)  # type: ignore[call-arg]
+        outs = self.inner.generate(flat)
+        for sink, out in zip(sinks, outs, strict=False):
+            if sink is not None and out.text and not out.error:
+                with contextlib.suppress(Exception):  # a broken consumer must not fail the batch
+                    sink(out.text)
+        return outs
 
     def _finish(self, job: _Job) -> list[ModelOutput]:
         if job.error is not None:

@@ -9,9 +9,14 @@ agent      viewer messages through the agent loop (Agent(load_harness("live_comm
 domain     "domain replies": rendered harness + viewer question + a get_product_details-style
            tool result (the product's catalog JSON), `--domain-tokens` greedy tokens with and
            without prompt lookup: tokens/s, speed-up, acceptance rate, identical output.
-assisted   decoding with a draft model is not measured: no second small model with SmolLM2's
-           tokenizer is available offline here.
---url      measure a running hatkit server instead (POST /v1/live/messages, client-side wall).
+assisted   decoding with a draft model: `--draft-model PATH` (a checkpoint folder with the same
+           tokenizer), or `--draft-layers N` (the default model's first N layers as the draft,
+           weights shared; no second model with SmolLM2's tokenizer is installed here, so
+           this early-exit draft is what can be measured offline). Domain replies and the
+           agent loop at concurrency 1; acceptance rate; identical greedy output checked.
+memory     peak RSS of this process (VmHWM) and its growth during the concurrency runs.
+--url      measure a running hatkit server instead: streamed chat completions (SSE), time to
+           first content chunk and full turn per request, and the server's peak RSS (/healthz).
 
 Goal: >= 1.5x tokens/s from prompt lookup on domain replies with identical greedy output.
 Prints a table, then one JSON object as the last line.
@@ -24,7 +29,7 @@ import json
 import platform
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from hatkit import __version__
@@ -34,6 +39,9 @@ from hatkit.harness import load_harness
 from hatkit.models.base import ChatMessage, ModelRequest
 from hatkit.models.chat_format import tool_result_text
 from hatkit.models.local import LocalModel
+from hatkit.serve.latency_http import run_url
+from hatkit.serve.memory import RssSampler, peak_rss_bytes
+from hatkit.serve.stats import pct
 
 DOMAIN_CASES = [  # (product id, viewer question)
     ("AP-012", "Tell me about the linen blend button-down shirt: price, sizes and colors?"),
@@ -43,16 +51,6 @@ DOMAIN_CASES = [  # (product id, viewer question)
     ("AP-009", "Give me the details of the Tempo trail running shoe."),
     ("AP-001", "What colors does the everyday fleece pullover hoodie come in?"),
 ]
-
-
-def pct(xs: Sequence[float], q: float) -> float:
-    """Percentile by linear interpolation (q in 0..100)."""
-    if not xs:
-        return float("nan")
-    s = sorted(xs)
-    k = (len(s) - 1) * q / 100
-    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def _gen_tokens(trace: Any) -> int:
@@ -102,6 +100,7 @@ def domain_requests(agent: Agent, n: int, max_new: int) -> list[ModelRequest]:
 
 
 def run_domain(model: LocalModel, reqs: list[ModelRequest]) -> dict[str, Any]:
+    before = dict(model.stats)
     ids: list[list[int]] = []
     secs = ttft = 0.0
     for r in reqs:
@@ -114,35 +113,8 @@ def run_domain(model: LocalModel, reqs: list[ModelRequest]) -> dict[str, Any]:
     tokens = sum(len(x) for x in ids)
     decode = secs - ttft  # after the first token: the part speculation can speed up
     return {"tokens": tokens, "seconds": secs, "tokens_per_s": tokens / secs if secs else 0.0,
-            "decode_tokens_per_s": (tokens - len(ids)) / decode if decode > 0 else 0.0, "ids": ids}
-
-
-def run_url(url: str, questions: list[str], concurrencies: list[int]) -> dict[str, Any]:
-    import httpx
-
-    def one(client: httpx.Client, q: str) -> float:
-        t0 = time.perf_counter()
-        r = client.post(f"{url.rstrip('/')}/v1/live/messages", json={"message": q}, timeout=300)
-        r.raise_for_status()
-        return time.perf_counter() - t0
-
-    res: dict[str, Any] = {}
-    with httpx.Client() as client:
-        for c in concurrencies:
-            qs = (questions * (c // len(questions) + 1))[:max(len(questions), c)]
-            with ThreadPoolExecutor(c) as pool:
-                lat = list(pool.map(lambda q: one(client, q), qs))
-            res[str(c)] = {"p50_s": pct(lat, 50), "p95_s": pct(lat, 95), "p99_s": pct(lat, 99),
-                           "requests": len(lat)}
-            print(f"c={c:<3} p50 {res[str(c)]['p50_s']:.2f}s p95 {res[str(c)]['p95_s']:.2f}s "
-                  f"p99 {res[str(c)]['p99_s']:.2f}s ({len(lat)} requests)")
-        try:
-            from hatkit.models.speculative import spec_acceptance_from_metrics
-
-            res["spec"] = spec_acceptance_from_metrics(client.get(f"{url.rstrip('/')}/metrics").text)
-        except Exception:  # noqa: BLE001 - metrics are optional
-            res["spec"] = None
-    return res
+            "decode_tokens_per_s": (tokens - len(ids)) / decode if decode > 0 else 0.0, "ids": ids,
+            "acceptance": _acceptance(model, before) if model.speculative else None}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -155,6 +127,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--num-draft", type=int, default=8, help="prompt-lookup draft length")
     ap.add_argument("--max-ngram", type=int, default=3)
     ap.add_argument("--min-ngram", type=int, default=2, help="shortest tail n-gram to draft from")
+    ap.add_argument("--draft-model", default=None,
+                    help="checkpoint folder of a draft model with the same tokenizer")
+    ap.add_argument("--draft-layers", type=int, default=0,
+                    help="use the default model's first N layers as the draft (0: no draft "
+                         "unless --draft-model)")
+    ap.add_argument("--draft-tokens", type=int, default=5, help="tokens the draft proposes per step")
     ap.add_argument("--skip-agent", action="store_true", help="only the domain-reply measurement")
     ap.add_argument("--url", default=None, help="measure a running hatkit server instead")
     args = ap.parse_args(argv)
@@ -163,95 +141,118 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     if args.url:
         res = run_url(args.url, questions, levels)
+        print(f"server peak RSS: {res['server_peak_rss_mb']} MiB")
         print(json.dumps({"bench": "latency", "url": args.url, "questions": len(questions),
                           "by_concurrency": {k: {m: round(x, 3) for m, x in v.items()}
-                                             for k, v in res.items() if k != "spec"},
+                                             for k, v in res.items()
+                                             if k not in ("spec", "server_peak_rss_mb")},
+                          "server_peak_rss_mb": res["server_peak_rss_mb"],
                           "spec_decode": res.get("spec"), "hatkit": __version__}))
         return
 
     import torch
 
     base = LocalModel.default()
-    plain = LocalModel(base.model, base.tok, base.model_id, max_batch=8)
-    spec = LocalModel(base.model, base.tok, base.model_id, max_batch=8, speculative="prompt_lookup",
-                      num_draft=args.num_draft, max_ngram=args.max_ngram,
-                      min_ngram=args.min_ngram)
+    modes = _decoders(base, args)
     harness = load_harness("live_commerce")
     object.__setattr__(harness.spec.model, "max_new_tokens", args.max_new_tokens)  # bench-only override
-    a_plain, a_spec = Agent(harness, plain), Agent(harness, spec)
-    # warm up: prefix caches (a long-lived server has them) and one-time torch setup
-    a_plain.run("hi")
-    a_spec.run("hi")
+    agents = {name: Agent(harness, m) for name, m in modes.items()}
+    reqs = domain_requests(agents["greedy"], args.domain_prompts, args.domain_tokens)
+    for m in modes.values():  # warm up: prefix caches (a long-lived server has them), torch setup
+        m.generate([replace(reqs[0], max_new_tokens=2)])
 
-    # -- domain replies --
-    reqs = domain_requests(a_plain, args.domain_prompts, args.domain_tokens)
-    d_plain = run_domain(plain, reqs)
-    before = dict(spec.stats)
-    d_spec = run_domain(spec, reqs)
-    drafted = spec.stats["spec_drafted"] - before["spec_drafted"]
-    accepted = spec.stats["spec_accepted"] - before["spec_accepted"]
-    d_same = sum(a == b for a, b in zip(d_plain["ids"], d_spec["ids"], strict=True))
-    d_speedup = d_spec["tokens_per_s"] / d_plain["tokens_per_s"] if d_plain["tokens_per_s"] else 0.0
-    d_dec_speedup = (d_spec["decode_tokens_per_s"] / d_plain["decode_tokens_per_s"]
-                     if d_plain["decode_tokens_per_s"] else 0.0)
+    # -- domain replies: every mode on the same prompts --
+    domain = {name: run_domain(m, reqs) for name, m in modes.items()}
+    ref = domain["greedy"]
+    for r in domain.values():
+        r["identical"] = sum(a == b for a, b in zip(ref["ids"], r["ids"], strict=True))
+        r["speedup"] = r["tokens_per_s"] / ref["tokens_per_s"] if ref["tokens_per_s"] else 0.0
 
-    # -- agent loop --
+    # -- agent loop: greedy at every concurrency, speculative modes at 1 --
     agent_rows: dict[str, dict[str, Any]] = {}
+    rss_growth_mb = 0.0
     if not args.skip_agent:
-        for c in levels:
-            qs = (questions * (c // len(questions) + 1))[:max(len(questions), c)]
-            agent_rows[f"greedy c={c}"] = run_agent(a_plain, qs, c)
-        before = dict(spec.stats)
-        agent_rows["prompt_lookup c=1"] = run_agent(a_spec, questions, 1)
-        agent_rows["prompt_lookup c=1"]["acceptance"] = (
-            (spec.stats["spec_accepted"] - before["spec_accepted"])
-            / max(1.0, spec.stats["spec_drafted"] - before["spec_drafted"]))
-    a_same = None
-    if "greedy c=1" in agent_rows:
-        a_same = sum(x == y for x, y in zip(agent_rows["greedy c=1"]["replies"],
-                                            agent_rows["prompt_lookup c=1"]["replies"], strict=True))
+        with RssSampler() as rss:
+            for c in levels:
+                qs = (questions * (c // len(questions) + 1))[:max(len(questions), c)]
+                agent_rows[f"greedy c={c}"] = run_agent(agents["greedy"], qs, c)
+        rss_growth_mb = rss.growth / 2**20
+        for name in modes:
+            if name != "greedy":
+                before = dict(modes[name].stats)
+                row = agent_rows[f"{name} c=1"] = run_agent(agents[name], questions, 1)
+                row["acceptance"] = _acceptance(modes[name], before)
+                if "greedy c=1" in agent_rows:
+                    row["identical"] = sum(x == y for x, y in zip(
+                        agent_rows["greedy c=1"]["replies"], row["replies"], strict=False))
 
     print(f"{'agent loop (warm prefix)':24} {'eps':>4} {'p50 s':>7} {'p95 s':>7} {'p99 s':>7} "
-          f"{'ttft p50':>9} {'tok/s':>7}")
+          f"{'ttft p50':>9} {'tok/s':>7} {'accept':>7} {'same':>5}")
     for name, r in agent_rows.items():
+        acc = f"{r['acceptance']:.1%}" if "acceptance" in r else "-"
         print(f"{name:24} {r['episodes']:4d} {r['p50_s']:7.2f} {r['p95_s']:7.2f} {r['p99_s']:7.2f} "
-              f"{r['ttft_p50_s']:9.3f} {r['tokens_per_s']:7.1f}")
-    if a_same is not None:
-        print(f"agent replies identical greedy vs prompt lookup (c=1): {a_same}/{len(questions)}; "
-              f"acceptance {agent_rows['prompt_lookup c=1']['acceptance']:.1%}")
-    print(f"\n{'domain replies':24} {'tokens':>7} {'seconds':>8} {'tok/s':>7} {'decode tok/s':>13}")
-    for name, r in (("greedy", d_plain), ("prompt lookup", d_spec)):
+              f"{r['ttft_p50_s']:9.3f} {r['tokens_per_s']:7.1f} {acc:>7} {r.get('identical', '-')!s:>5}")
+    print(f"\n{'domain replies':24} {'tokens':>7} {'seconds':>8} {'tok/s':>7} {'decode tok/s':>13} "
+          f"{'speed-up':>9} {'accept':>7} {'same':>5}")
+    for name, r in domain.items():
+        acc = f"{r['acceptance']:.1%}" if name != "greedy" else "-"
         print(f"{name:24} {r['tokens']:7d} {r['seconds']:8.2f} {r['tokens_per_s']:7.1f} "
-              f"{r['decode_tokens_per_s']:13.1f}")
-    rate = accepted / drafted if drafted else 0.0
-    met = "met" if d_speedup >= 1.5 else "NOT met"
-    print(f"speed-up {d_speedup:.2f}x end to end, {d_dec_speedup:.2f}x decode only (goal >= 1.5x: {met}); "
-          f"acceptance {rate:.1%} ({int(accepted)}/{int(drafted)} drafted); identical greedy output "
-          f"{d_same}/{len(reqs)}")
-    print("assisted decoding (draft model): not measured - no draft model sharing SmolLM2's "
-          "tokenizer is available offline")
+              f"{r['decode_tokens_per_s']:13.1f} {r['speedup']:8.2f}x {acc:>7} "
+              f"{r['identical']}/{len(reqs)}")
+    best = max((r["speedup"] for n, r in domain.items() if n != "greedy"), default=0.0)
+    print(f"goal >= 1.5x tokens/s on domain replies: {'met' if best >= 1.5 else 'NOT met'} "
+          f"(best {best:.2f}x)")
+    if "draft" not in modes:
+        print("assisted decoding (draft model): not measured - pass --draft-model PATH or "
+              "--draft-layers N (no second model with SmolLM2's tokenizer is installed here)")
+    peak_mb = peak_rss_bytes() / 2**20
+    print(f"memory: peak RSS {peak_mb:.0f} MiB; growth during the concurrency runs "
+          f"{rss_growth_mb:.1f} MiB")
 
     def clean(r: dict[str, Any]) -> dict[str, Any]:
-        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if k != "replies"}
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()
+                if k not in ("replies", "ids")}
 
     print(json.dumps({
         "bench": "latency", "model": base.model_id, "questions": len(questions),
         "max_new_tokens": args.max_new_tokens, "agent": {k: clean(v) for k, v in agent_rows.items()},
-        "agent_identical_replies": a_same,
         "domain": {"prompts": len(reqs), "max_new_tokens": args.domain_tokens,
-                   "greedy_tokens_per_s": round(d_plain["tokens_per_s"], 2),
-                   "prompt_lookup_tokens_per_s": round(d_spec["tokens_per_s"], 2),
-                   "speedup": round(d_speedup, 3), "decode_speedup": round(d_dec_speedup, 3),
-                   "greedy_decode_tokens_per_s": round(d_plain["decode_tokens_per_s"], 2),
-                   "prompt_lookup_decode_tokens_per_s": round(d_spec["decode_tokens_per_s"], 2),
-                   "acceptance_rate": round(rate, 4),
-                   "drafted": int(drafted), "accepted": int(accepted),
-                   "identical_outputs": d_same, "num_draft": args.num_draft,
-                   "min_ngram": args.min_ngram},
-        "assisted": "not measured: no draft model with the same tokenizer offline",
+                   **{k: clean(v) for k, v in domain.items()}},
+        "draft": getattr(args, "draft_desc", None), "peak_rss_mb": round(peak_mb, 1),
+        "rss_growth_concurrency_mb": round(rss_growth_mb, 1),
         "hatkit": __version__, "torch": torch.__version__, "python": platform.python_version(),
-        "threads": torch.get_num_threads(), "spec_stats": spec.stats,
+        "threads": torch.get_num_threads(),
     }))
+
+
+def _decoders(base: LocalModel, args: argparse.Namespace) -> dict[str, LocalModel]:
+    """The decoding modes side by side, all on the same weights."""
+    modes = {"greedy": LocalModel(base.model, base.tok, base.model_id, max_batch=8),
+             "prompt_lookup": LocalModel(base.model, base.tok, base.model_id, max_batch=8,
+                                         speculative="prompt_lookup", num_draft=args.num_draft,
+                                         max_ngram=args.max_ngram, min_ngram=args.min_ngram)}
+    draft: Any = None
+    draft_tok: Any = None
+    if args.draft_model:
+        draft, args.draft_desc = args.draft_model, f"checkpoint {args.draft_model}"
+    elif args.draft_layers:
+        from hatkit.models.assisted import truncated_draft
+
+        draft, draft_tok = truncated_draft(base.model, args.draft_layers), base.tok
+        args.draft_desc = (f"first {args.draft_layers} of {base.model.config.num_hidden_layers} "
+                           "layers of the target (shared weights)")
+    if draft is not None:
+        modes["draft"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8,
+                                    draft_model=draft, draft_tokenizer=draft_tok,
+                                    draft_tokens=args.draft_tokens)
+    for m in modes.values():  # same weights: one prefix KV cache serves every mode
+        m._cache = modes["greedy"]._cache
+    return modes
+
+
+def _acceptance(model: LocalModel, before: dict[str, float]) -> float:
+    drafted = model.stats["spec_drafted"] - before.get("spec_drafted", 0)
+    return (model.stats["spec_accepted"] - before.get("spec_accepted", 0)) / drafted if drafted else 0.0
 
 
 if __name__ == "__main__":

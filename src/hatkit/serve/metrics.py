@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 
 from ..agent import Trace
+from .memory import peak_rss_bytes
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.5, 5.0, 8.0, 12.0, 20.0, 30.0, 60.0)
 
@@ -30,6 +38,10 @@ class ServerMetrics:
         self.fallbacks = Counter("hatkit_fallback_replies", "Turns that ended in the fallback reply",
                                  ["reason"], registry=r)
         self.swaps = Counter("hatkit_harness_swaps", "Harness hot swaps", registry=r)
+        self.peak_rss_gauge = Gauge("hatkit_peak_rss_bytes", "Peak resident memory of the "
+                                    "server process (VmHWM)", registry=r)
+        self.peak_rss_gauge.set_function(peak_rss_bytes)
+        ProcessCollector(registry=r)  # process_resident_memory_bytes, cpu seconds, open fds
 
     def observe_trace(self, trace: Trace, prompt_tokens: int, completion_tokens: int) -> None:
         self.turn_latency.observe(trace.timings.total_s)
@@ -41,6 +53,10 @@ class ServerMetrics:
             self.fallbacks.labels(str(ev.data.get("reason", "?"))).inc()
         self.tokens.labels("prompt").inc(prompt_tokens)
         self.tokens.labels("completion").inc(completion_tokens)
+
+    @staticmethod
+    def peak_rss() -> int:
+        return peak_rss_bytes()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
