@@ -13,6 +13,7 @@ _COMMAND_MODULES = (
     "sim",
     "judge",
     "serve",
+    "evolve",
     "run",
     "ui",
     "train",
