@@ -56,6 +56,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "data": {"train_episodes": 48, "dev_episodes": 8, "n_variants": 8},
     },
     "full": {
+        "base_model": "Qwen/Qwen3-0.6B",
         "data": {"train_episodes": 4000, "dev_episodes": 400, "n_variants": 64},
     },
 }

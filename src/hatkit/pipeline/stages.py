@@ -128,10 +128,10 @@ def _data(run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[s
     from transformers import AutoTokenizer
 
     from ..models.chat_format import ChatTemplateFormat
-    from ..models.default_model import ensure_default_model
+    from ..train.checkpoint import resolve_model
     from ..train.dataset import BuildSettings, build_datasets
 
-    source = ensure_default_model() if cfg.base_model == "local" else Path(cfg.base_model)
+    source = resolve_model(cfg.base_model)
     fmt = ChatTemplateFormat(AutoTokenizer.from_pretrained(source), native_tools=False)
     d = cfg.data
     settings = BuildSettings(out=run.data, train_episodes=d.train_episodes,
@@ -154,7 +154,10 @@ def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | N
     from ..models.select import load_model
 
     assert stage.row is not None
-    model = load_model(run.model_path(stage.row, cfg.base_model))
+    from ..train.checkpoint import resolve_model
+
+    spec = run.model_path(stage.row, cfg.base_model)
+    model = load_model(spec if spec == "local" else str(resolve_model(spec)))
     out = run.eval / stage.row.key
     settings = QUICK_SETTINGS if cfg.profile == "quick" else DEFAULT_SETTINGS
     results = run_suites(list(SUITES), model, sizes=cfg.suite_sizes(), settings=settings, out_dir=out,
