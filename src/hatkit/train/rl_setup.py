@@ -1,0 +1,80 @@
+"""HSA-RL set-up: the training-family harness variants, the episode plan, faults, the reward
+spec and the episode manifest that stands in for the stage's dataset in its checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..harness import Harness, load_harness, resolve_harness_path
+from .rewards import LengthPenalty, RewardSpec
+from .rl_rollout import EpisodeSpec, Rollouts
+
+if TYPE_CHECKING:
+    from .rl import HatRLConfig
+
+
+def training_harnesses(config: HatRLConfig, folder: Path) -> list[Harness]:
+    """The base harness (n_variants=0) or n_variants training-family variants, made once in
+    `folder` and reloaded on resume (same seeds -> byte-identical folders)."""
+    from ..sim.augment import make_variant, variant_name
+
+    base = resolve_harness_path(config.harness)
+    if config.n_variants == 0:
+        return [load_harness(base)]
+    name = str(load_harness(base).name)
+    out = []
+    for i in range(config.n_variants):
+        seed = config.seed * 1000 + i
+        dest = folder / variant_name(name, "train", seed)
+        out.append(load_harness(dest) if (dest / "harness.yaml").is_file()
+                   else make_variant(base, dest, family="train", seed=seed))
+    return out
+
+
+def plan_episodes(config: HatRLConfig, harnesses: list[Harness]) -> list[EpisodeSpec]:
+    """Train-split questions, dealt round-robin over the harnesses."""
+    from ..sim.questions import generate_questions
+
+    try:
+        questions = generate_questions(harnesses[0].rules, n=config.n_questions, seed=config.seed,
+                                       split="train", locale=config.locale,
+                                       categories=config.categories)
+    except KeyError as exc:
+        raise ValueError(f"harness '{config.harness}' has no rule {exc} that the live-commerce "
+                         "question generator needs; add it or restrict `categories`") from None
+    return [EpisodeSpec(f"ep{i:05d}", q, i % len(harnesses)) for i, q in enumerate(questions)]
+
+
+def fault_config(config: HatRLConfig) -> Any:
+    from ..sim.faults import FaultConfig
+
+    if config.fault_rate <= 0:
+        return None
+    kinds = config.fault_kinds or ["timeout", "malformed", "permission_denied"]
+    return FaultConfig(rates={k: config.fault_rate / len(kinds) for k in kinds},  # type: ignore[misc]
+                       seed=config.seed, max_per_episode=config.max_faults_per_episode)
+
+
+def reward_spec(config: HatRLConfig) -> RewardSpec:
+    return RewardSpec(LengthPenalty("think_tool", config.think_tool_coef, config.think_tool_target),
+                      LengthPenalty("think_reply", config.think_reply_coef, config.think_reply_target))
+
+
+def write_manifest(out: Path, config: HatRLConfig, rollouts: Rollouts, judge_hash: str) -> Path:
+    """output_dir/rl_manifest.json: what the episodes were (the RL stage's "data"), written
+    atomically."""
+    manifest = {"harness": config.harness, "family": "train", "seed": config.seed,
+                "variants": [{"name": h.name, "hash": h.content_hash} for h in rollouts.harnesses],
+                "episodes": [{"key": e.key, "question_id": e.question.id, "category": e.question.category,
+                              "harness_hash": rollouts.harnesses[e.harness].content_hash}
+                             for e in rollouts.episodes.values()],
+                "faults": rollouts.faults.model_dump() if rollouts.faults else None,
+                "judge_hash": judge_hash}
+    path = out / "rl_manifest.json"
+    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
