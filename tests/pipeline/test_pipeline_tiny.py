@@ -1,0 +1,69 @@
+"""The whole HAT pipeline end to end on a tiny random-weight model: every stage runs, the
+report's cells equal the suites' own files, and a rerun reuses every finished stage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hatkit.pipeline import load_pipeline_config, plan, run_pipeline
+from hatkit.pipeline.table import COLUMNS, cell, fmt_cell
+from tiny import tiny_llama, tiny_tokenizer
+
+NO_LOG: dict[str, Any] = {"report_to": [], "logging_steps": 1, "save_steps": 50}
+
+
+def _tiny_checkpoint(folder: Path) -> Path:
+    tok = tiny_tokenizer()
+    tiny_llama(len(tok)).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def _config(base: Path) -> Any:
+    return load_pipeline_config("quick", overrides={
+        "base_model": str(base),
+        "data": {"train_episodes": 3, "dev_episodes": 1, "n_variants": 2},
+        "train": {
+            "sft": {**NO_LOG, "max_steps": 1, "max_length": 16384},
+            "opd": {**NO_LOG, "max_steps": 1, "per_device_train_batch_size": 2,
+                    "max_completion_length": 6, "prompt_sources": ["mtbench"], "max_prompts": 2},
+            "rl": {**NO_LOG, "max_steps": 1, "num_generations": 2, "per_device_train_batch_size": 2,
+                   "max_new_tokens": 6, "max_turns": 1, "n_variants": 1, "n_questions": 2,
+                   "use_lora": False, "max_completion_length": 16384},
+        },
+        "eval_sizes": {"live_qa": 1, "variant_qa": 1, "general_if": 1, "faults": 1, "safety": 1,
+                       "lengths": 1, "latency": 1},
+    })
+
+
+def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path) -> None:
+    cfg = _config(_tiny_checkpoint(tmp_path / "base"))
+    started: list[tuple[str, bool]] = []
+    run = run_pipeline(cfg, tmp_path / "run", on_start=lambda s, skipped: started.append((s.name, skipped)))
+    assert [name for name, _ in started] == [s.name for s in plan()]
+    assert not any(skipped for _, skipped in started)
+    for row in ("fixed_sft", "hsa_sft", "opd", "hat"):
+        meta = json.loads((run.checkpoints / row / "final" / "hatkit_checkpoint.json").read_text())
+        assert meta["stage"] == {"fixed_sft": "sft", "hsa_sft": "sft", "opd": "opd", "hat": "rl"}[row]
+    # Lineage: +OPD starts from HSA-SFT, HAT from +OPD.
+    opd_meta = json.loads((run.checkpoints / "opd" / "final" / "hatkit_checkpoint.json").read_text())
+    assert "hsa_sft" in json.dumps(opd_meta)
+
+    # The report's cells are the suites' own numbers.
+    md = (run.root / "report.md").read_text()
+    for row_key, label in (("base", "Base"), ("hat", "HAT")):
+        suites = {p.stem: json.loads(p.read_text()) for p in (run.eval / row_key).glob("*.json")}
+        line = next(ln for ln in md.splitlines() if ln.startswith(f"| {label} |"))
+        cells = [c.strip() for c in line.strip("|").split("|")][1:]
+        assert cells == [fmt_cell(c, cell(suites, c)) for c in COLUMNS]
+        assert suites["live_qa"]["n"] == 1
+    assert (run.root / "report.html").read_text().count("data:image/png;base64,") == 3
+
+    # A second run reuses every finished stage and only rewrites the report.
+    records = {s.name: run.stage_file(s).read_text() for s in plan() if s.kind != "report"}
+    again: list[tuple[str, bool]] = []
+    run_pipeline(cfg, tmp_path / "run", on_start=lambda s, skipped: again.append((s.name, skipped)))
+    assert all(skipped for name, skipped in again if name != "report")
+    assert records == {s.name: run.stage_file(s).read_text() for s in plan() if s.kind != "report"}
