@@ -1,0 +1,173 @@
+"""Stage 1: HSA-SFT (and the fixed-harness SFT baseline), on TRL's SFTTrainer.
+
+The rows of `hatkit data build` already hold the token ids exactly as the episode fed and
+generated them, and a per-token loss mask from the trace's training view (1 on model-generated
+think/tool-call/reply tokens; 0 on system, user and tool output). They go to SFTTrainer
+pre-tokenised, with the mask as its `assistant_masks` column: TRL then builds
+`labels = input_ids where mask else -100` and truncates to `max_length` (rows left with no
+trained token are dropped). Nothing is re-rendered or re-tokenised. `mode: hsa|fixed` picks
+the dataset, so the baseline trains on the same questions with the same command.
+
+The rendered live-commerce harness is about 1,560 tokens and the first trained token of a row
+sits at 1,513-1,876, so `max_length` must exceed ~1,600 or truncation leaves nothing to learn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trl.trainer.sft_config import SFTConfig
+
+from .checkpoint import (
+    data_manifest,
+    final_dir,
+    finished_checkpoint,
+    last_checkpoint,
+    resolve_model,
+    save_final,
+)
+from .runtime import (
+    attach_progress,
+    load_causal_lm,
+    on_main_process,
+    prepare_output_dir,
+    summarize,
+)
+
+MODES = ("hsa", "fixed")
+
+
+@dataclass
+class HatSFTConfig(SFTConfig):
+    """TRL's SFTConfig plus the hatkit fields (model, data, LoRA)."""
+
+    model: str = field(default="local", metadata={
+        "help": "Start model: 'local' (the embedded default SmolLM2-135M) or a checkpoint folder."})
+    dataset_dir: str = field(default="runs/data", metadata={
+        "help": "Output folder of `hatkit data build` (holds manifest.json, hsa/ and fixed/)."})
+    mode: str = field(default="hsa", metadata={
+        "help": "hsa = rows across harness variants; fixed = the fixed-harness baseline rows."})
+    split: str = field(default="train", metadata={"help": "Dataset split to train on."})
+    max_rows: int | None = field(default=None, metadata={
+        "help": "Use only the first N rows of the split (None = all)."})
+    use_lora: bool = field(default=False, metadata={
+        "help": "Train LoRA adapters (peft) instead of all weights; merged into the saved model."})
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha."})
+    lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout."})
+    lora_target_modules: list[str] | None = field(default=None, metadata={
+        "help": "Modules to adapt (None = all linear layers)."})
+    output_dir: str | None = field(default="runs/sft", metadata={
+        "help": "Where checkpoint-N folders and the final model (final/) are written."})
+    gradient_checkpointing: bool | None = field(  # type: ignore[assignment]
+        default=None, metadata={"help": "Deprecated alias of activation_checkpointing."})
+    activation_checkpointing: bool | None = field(default=None, metadata={
+        "help": "Recompute activations to save memory (off unless set: it slows a CPU down)."})
+    bf16: bool | None = field(  # type: ignore[assignment]
+        default=False, metadata={"help": "bf16 mixed precision (GPU only; fp32 on CPU, which "
+                                         "has no bf16 instructions)."})
+    report_to: str | list[str] | None = field(default_factory=lambda: ["tensorboard"], metadata={
+        "help": "Metric loggers; tensorboard files are written with tensorboardX when the "
+                "tensorboard package is absent."})
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        super().__post_init__()  # type: ignore[no-untyped-call]
+
+
+CONFIG_CLASS = HatSFTConfig
+
+PROFILES: dict[str, dict[str, Any]] = {
+    # 12 steps x <=1,792 tokens at ~90 tokens/s (20-25 s a step on an idle 2-core CPU): 4-5
+    # minutes; the machine loaded by other jobs measured 80 s a step (21.7 tokens/s).
+    "quick": {"model": "local", "max_length": 1792, "per_device_train_batch_size": 1,
+              "gradient_accumulation_steps": 1, "max_steps": 12, "learning_rate": 5e-5,
+              "warmup_steps": 2, "logging_steps": 1, "save_steps": 4, "save_total_limit": 2,
+              "bf16": False, "activation_checkpointing": False, "use_cpu": True,
+              "dataloader_num_workers": 0, "seed": 0},
+    "full": {"model": "Qwen/Qwen3-0.6B", "max_length": 4096, "per_device_train_batch_size": 4,
+             "gradient_accumulation_steps": 4, "num_train_epochs": 2, "max_steps": -1,
+             "learning_rate": 1e-5, "warmup_steps": 0.03, "lr_scheduler_type": "cosine",
+             "logging_steps": 5, "save_steps": 200, "save_total_limit": 3, "bf16": True,
+             "activation_checkpointing": True, "seed": 0},
+}
+
+
+def dataset_path(config: HatSFTConfig) -> Path:
+    """`<dataset_dir>/<mode>/<split>.parquet` (or .jsonl)."""
+    folder = Path(config.dataset_dir) / config.mode
+    for ext in ("parquet", "jsonl"):
+        path = folder / f"{config.split}.{ext}"
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"no {config.split}.parquet or {config.split}.jsonl in {folder}; "
+                            "build the data with `hatkit data build --out "
+                            f"{config.dataset_dir}`")
+
+
+def load_rows(config: HatSFTConfig) -> Any:
+    """The training rows as a datasets.Dataset with `input_ids` and `assistant_masks` (the
+    trace's loss mask), ready for SFTTrainer's pre-tokenised path."""
+    from datasets import Dataset
+
+    path = dataset_path(config)
+    ds = (Dataset.from_parquet(str(path)) if path.suffix == ".parquet"
+          else Dataset.from_json(str(path)))
+    missing = {"input_ids", "loss_mask"} - set(ds.column_names)
+    if missing:
+        raise ValueError(f"{path}: rows lack {sorted(missing)}; rebuild with `hatkit data build`")
+    if config.max_rows is not None:
+        ds = ds.select(range(min(config.max_rows, len(ds))))
+    ds = ds.select_columns(["input_ids", "loss_mask"]).rename_column("loss_mask", "assistant_masks")
+    return ds
+
+
+def lora_config(config: HatSFTConfig) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
+                      lora_dropout=config.lora_dropout, task_type="CAUSAL_LM",
+                      target_modules=config.lora_target_modules or "all-linear")
+
+
+def build_trainer(config: HatSFTConfig, model: Any, tokenizer: Any, rows: Any,
+                  callbacks: list[Any] | None = None) -> Any:
+    """The SFTTrainer for `rows` (also used by the throughput bench and the mask test)."""
+    from trl.trainer.sft_trainer import SFTTrainer
+
+    return SFTTrainer(model=model, args=config, train_dataset=rows, processing_class=tokenizer,
+                      peft_config=lora_config(config) if config.use_lora else None,
+                      callbacks=callbacks)
+
+
+def train(config: HatSFTConfig, *, resume: bool = True,
+          progress: Callable[[int, int], None] | None = None,
+          callbacks: list[Any] | None = None) -> Path:
+    """Run stage 1 and return `output_dir/final` (see hatkit.train.checkpoint)."""
+    out = Path(config.output_dir or "runs/sft")
+    if resume and (done := finished_checkpoint(out)) is not None:
+        return done
+    on_main_process(lambda: prepare_output_dir(out, resume))
+    model_path = resolve_model(config.model)
+    data = data_manifest(config.dataset_dir, config.mode, config.split)
+    model, tokenizer = load_causal_lm(model_path, bf16=bool(config.bf16), fp16=config.fp16)
+    trainer = build_trainer(config, model, tokenizer, load_rows(config), callbacks)
+    attach_progress(trainer, progress)
+    start = last_checkpoint(out) if resume else None
+    result = trainer.train(resume_from_checkpoint=start)
+    if trainer.control.should_training_stop and trainer.state.global_step < trainer.state.max_steps:
+        # stopped early by a callback (a simulated kill): leave only checkpoint-N behind
+        return Path(last_checkpoint(out) or out)
+    metrics = summarize(trainer, result)
+
+    def save() -> None:
+        save_final(trainer.model, tokenizer, out, stage="sft", model_spec=config.model,
+                   model_path=model_path, config=config, steps=trainer.state.global_step,
+                   metrics=metrics, data=data, extra={"mode": config.mode, "resumed_from": start})
+
+    on_main_process(save)
+    return final_dir(out)

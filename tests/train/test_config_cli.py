@@ -1,0 +1,112 @@
+"""The config loader's layering and errors, and `hatkit train` end to end on a tiny model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from train_helpers import make_dataset, save_tiny_checkpoint, tiny_sft_overrides
+from typer.testing import CliRunner
+
+from hatkit.cli import app
+from hatkit.train.checkpoint import read_meta
+from hatkit.train.config import ConfigError, load_config, parse_overrides
+
+
+def test_layers_defaults_profile_file_overrides(tmp_path: Path) -> None:
+    file = tmp_path / "sft.yaml"
+    file.write_text("learning_rate: 1e-4\nmax_steps: 7\nmode: fixed\n")
+    config = load_config("sft", file, "quick", {"max_steps": "9"})
+    assert config.learning_rate == 1e-4  # YAML's "1e-4" string coerced to the field's float
+    assert config.max_steps == 9 and config.mode == "fixed"
+    assert config.max_length == 1792 and config.bf16 is False  # from the quick profile
+    assert config.activation_checkpointing is False
+    import torch
+
+    if torch.cuda.is_available():
+        full = load_config("sft", profile="full")
+        assert full.bf16 is True and full.activation_checkpointing is True
+    else:  # the full profile is for a GPU; on CPU the refusal is a ConfigError, not a traceback
+        with pytest.raises(ConfigError, match="bf16"):
+            load_config("sft", profile="full")
+
+
+def test_unknown_key_names_file_line_and_suggestion(tmp_path: Path) -> None:
+    file = tmp_path / "bad.yaml"
+    file.write_text("max_steps: 3\nlearning_rte: 0.1\n")
+    expected = r"bad\.yaml:2: unknown key 'learning_rte'; did you mean 'learning_rate'"
+    with pytest.raises(ConfigError, match=expected):
+        load_config("sft", file)
+    with pytest.raises(ConfigError, match=r"--set: unknown key 'max_step'"):
+        load_config("opd", overrides={"max_step": 3})
+
+
+def test_bad_profile_stage_type_and_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"unknown profile 'tiny'.*full, quick"):
+        load_config("sft", profile="tiny")
+    with pytest.raises(ConfigError, match="unknown stage"):
+        load_config("dpo")
+    with pytest.raises(ConfigError, match="'max_steps' must be int, not 'many'"):
+        load_config("sft", overrides={"max_steps": "many"})
+    with pytest.raises(ConfigError, match="mode must be one of"):
+        load_config("sft", overrides={"mode": "both"})
+    listy = tmp_path / "list.yaml"
+    listy.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config("sft", listy)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config("sft", tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="expected key=value"):
+        parse_overrides(["max_steps"])
+    assert parse_overrides(["a=1", "b=[x, y]", "c=true"]) == {"a": 1, "b": ["x", "y"], "c": True}
+
+
+def test_help_lists_the_stages() -> None:
+    result = CliRunner().invoke(app, ["train", "sft", "--help"])
+    assert result.exit_code == 0
+    for option in ("--config", "--profile", "--set", "--resume"):
+        assert option in result.output
+
+
+def test_tiny_sft_run_through_the_cli(tmp_path: Path) -> None:
+    base = save_tiny_checkpoint(tmp_path / "base")
+    data = make_dataset(tmp_path / "data")
+    overrides = tiny_sft_overrides(tmp_path, base, data, report_to=["tensorboard"])
+    file = tmp_path / "sft.yaml"
+    file.write_text("".join(f"{k}: {v!r}\n".replace("'", '"') for k, v in overrides.items()
+                            if k != "max_steps"))
+    result = CliRunner().invoke(app, ["train", "sft", "--config", str(file), "--set", "max_steps=2"])
+    assert result.exit_code == 0, result.output
+    assert "checkpoint:" in result.output and "train_loss" in result.output
+    meta = read_meta(tmp_path / "sft" / "final")
+    assert meta is not None and meta["steps"] == 2
+    assert list((tmp_path / "sft" / "runs").rglob("events.out.tfevents.*"))  # TensorBoard files
+    bad = CliRunner().invoke(app, ["train", "sft", "--config", str(file), "--set", "modee=x"])
+    assert bad.exit_code == 1 and "did you mean 'mode'" in bad.output
+
+
+def test_resolve_model_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub
+
+    from hatkit.train.checkpoint import lineage, resolve_model
+
+    ckpt = save_tiny_checkpoint(tmp_path / "ckpt")
+    assert resolve_model(str(ckpt)) == ckpt == resolve_model(f"local:{ckpt}")
+    with pytest.raises(ValueError, match=r"no config\.json"):
+        resolve_model(str(tmp_path))
+    asked: list[str] = []
+
+    def fake_download(repo_id: str, **kwargs: object) -> str:
+        asked.append(repo_id)
+        return str(ckpt)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    assert resolve_model("Qwen/Qwen3-0.6B") == ckpt and asked == ["Qwen/Qwen3-0.6B"]
+    assert lineage("Qwen/Qwen3-0.6B", ckpt) == ("Qwen/Qwen3-0.6B", None)
+
+    def offline(repo_id: str, **kwargs: object) -> str:
+        raise OSError("network is blocked")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    with pytest.raises(ValueError, match="cannot fetch it from the Hugging Face hub"):
+        resolve_model("Qwen/Qwen3-0.6B")
