@@ -106,6 +106,8 @@ def convert_gguf(gguf: Path, out: Path) -> None:
     if missing or result.unexpected_keys:
         raise DefaultModelError(f"GGUF conversion mismatch: missing={missing[:5]} "
                                 f"unexpected={result.unexpected_keys[:5]}")
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config  # the weights are plain fp32 now, not GGUF
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
 
