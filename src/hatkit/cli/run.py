@@ -14,6 +14,20 @@ from rich.table import Table
 from ._common import _fail, _say, app, console, err
 
 
+def _quiet_libraries() -> None:
+    """The pipeline draws its own progress; the libraries' per-file bars and deprecation
+    chatter would bury it (their warnings still reach the log files of each stage)."""
+    import warnings
+
+    from datasets.utils.logging import disable_progress_bar
+    from transformers.utils import logging as hf_logging
+
+    disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    warnings.filterwarnings("ignore", category=FutureWarning)
+
+
 def _estimate_table(stages: list[Any], estimates: list[Any], done: set[str]) -> Table:
     table = Table("stage", "estimate", "basis", title="Plan (estimates from measured CPU speeds)")
     total = 0.0
@@ -47,6 +61,7 @@ def run_cmd(
     from ..models.default_model import DefaultModelError
     from ..pipeline import PipelineConfigError, RunMismatchError, load_pipeline_config, prepare, run_pipeline
 
+    _quiet_libraries()
     overrides = {"base_model": base_model} if base_model else None
     try:
         cfg = load_pipeline_config(profile, config, overrides)
