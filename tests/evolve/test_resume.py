@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from helpers import ScriptedProposer, disable, git, make_loop, make_repo
-from test_loop import scripted
+from test_evolve_loop import scripted
 
 from hatkit.evolve.journal import Journal
 from hatkit.harness.hashing import content_hash
