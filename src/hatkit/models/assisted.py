@@ -137,18 +137,8 @@ def decode_one_assisted(target: Any, target_prefix: Any, draft: Any, draft_prefi
             else:
                 todo = [*todo, pending]
             greedy = _forward(target, t_cache, [pending, *drafts], cur, False).argmax(-1).tolist()
-            accepted = 0
-            while accepted < len(drafts) and drafts[accepted] == greedy[accepted]:
-                accepted += 1
-            st.steps += 1
-            st.drafted += len(drafts)
-            st.accepted += accepted
-            rejected = len(drafts) - accepted
-            if adaptive and drafts:
-                k = min(num_draft, k + 2) if rejected == 0 else max(1, k - 1)
-            if rejected:
-                for layer in t_cache.layers:
-                    layer.crop(-rejected)
+            accepted, k = st.verify(drafts, greedy, t_cache, k=k, num_draft=num_draft,
+                                    adaptive=adaptive)
             cur += 1 + accepted
             if drafts:  # the draft fed pending + drafts[:-1]; keep pending + drafts[:accepted]
                 extra = len(drafts) - 1 - accepted

@@ -193,18 +193,7 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
             logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
                            use_cache=True).logits[0].float()
             greedy = logits.argmax(-1).tolist()
-            accepted = 0
-            while accepted < len(draft) and draft[accepted] == greedy[accepted]:
-                accepted += 1
-            st.steps += 1
-            st.drafted += len(draft)
-            st.accepted += accepted
-            rejected = len(draft) - accepted
-            if adaptive and draft:
-                k = min(num_draft, k + 2) if rejected == 0 else max(1, k - 1)
-            if rejected:
-                for layer in cache.layers:
-                    layer.crop(-rejected)
+            accepted, k = st.verify(draft, greedy, cache, k=k, num_draft=num_draft, adaptive=adaptive)
             cur += 1 + accepted
             for tok in draft[:accepted]:
                 out.append(tok)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["SpecStats", "prompt_lookup_draft", "spec_acceptance_from_metrics"]
 
@@ -39,6 +40,25 @@ class SpecStats:
         self.accepted += other.accepted
         self.steps += other.steps
         self.tokens += other.tokens
+
+    def verify(self, draft: Sequence[int], greedy: Sequence[int], cache: Any, *, k: int,
+               num_draft: int, adaptive: bool) -> tuple[int, int]:
+        """One verification step, shared by prompt-lookup and draft-model decoding: count the
+        draft tokens the target's greedy choices confirm, crop the rejected ones from the
+        target's KV cache, and adapt the draft length. Returns (accepted, next k)."""
+        accepted = 0
+        while accepted < len(draft) and draft[accepted] == greedy[accepted]:
+            accepted += 1
+        self.steps += 1
+        self.drafted += len(draft)
+        self.accepted += accepted
+        rejected = len(draft) - accepted
+        if adaptive and draft:
+            k = min(num_draft, k + 2) if rejected == 0 else max(1, k - 1)
+        if rejected:
+            for layer in cache.layers:
+                layer.crop(-rejected)
+        return accepted, k
 
 
 def prompt_lookup_draft(seq: Sequence[int], *, max_ngram: int = 3, min_ngram: int = 1,
