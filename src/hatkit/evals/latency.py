@@ -11,7 +11,6 @@ raw per-turn and per-episode lists.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from ..agent.trace import Trace
@@ -52,10 +51,4 @@ def measure(traces: Sequence[Trace]) -> tuple[dict[str, float], dict[str, object
 
 
 def run(ctx: SuiteContext) -> SuiteResult:
-    started = time.perf_counter()
-    eps = live_qa.episodes(ctx)
-    metrics, details = measure(eps.traces)
-    return SuiteResult(suite=NAME, metrics=metrics, n=len(eps.traces), model_id=ctx.model.model_id,
-                       harness_hash=ctx.harness.content_hash, seconds=time.perf_counter() - started,
-                       details={**details, "from": "live_qa", "batch_size": ctx.settings.batch_size},
-                       traces=str(eps.write(ctx.traces_path(live_qa.NAME))))
+    return live_qa.from_live_qa(NAME, ctx, measure, batch_size=ctx.settings.batch_size)

@@ -9,7 +9,9 @@ must-not hits, and a per-category breakdown.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 
+from ..agent.trace import Trace
 from .cases import EvalCase, sim_cases
 from .context import SuiteContext
 from .episodes import Episodes, by_category, episode_records, mean, qa_metrics, run_cases
@@ -51,3 +53,16 @@ def qa_result(name: str, ctx: SuiteContext, eps: Episodes, started: float, **ext
 def run(ctx: SuiteContext) -> SuiteResult:
     started = time.perf_counter()
     return qa_result(NAME, ctx, episodes(ctx), started)
+
+
+def from_live_qa(name: str, ctx: SuiteContext,
+                 measure: Callable[[Sequence[Trace]], tuple[dict[str, float], dict[str, object]]],
+                 **extra: object) -> SuiteResult:
+    """A suite measured on live_qa's episodes (run once and shared, never re-run)."""
+    started = time.perf_counter()
+    eps = episodes(ctx)
+    metrics, details = measure(eps.traces)
+    return SuiteResult(suite=name, metrics=metrics, n=len(eps.traces), model_id=ctx.model.model_id,
+                       harness_hash=ctx.harness.content_hash, seconds=time.perf_counter() - started,
+                       details={**details, "from": NAME, **extra},
+                       traces=str(eps.write(ctx.traces_path(NAME))))
