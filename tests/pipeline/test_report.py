@@ -117,3 +117,15 @@ def test_report_escapes_untrusted_text(tmp_path: Path) -> None:
     html = Path(write_report(run, load_pipeline_config("quick"))["report_html"]).read_text()
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert read_results(run.eval)["hat"]["safety"]["n"] == 1
+
+
+def test_estimates_cover_every_stage_and_rescale_by_finished_ones() -> None:
+    from hatkit.pipeline.estimate import estimate, rescale
+
+    cfg = load_pipeline_config("quick")
+    est = estimate(plan(), cfg)
+    assert [e.stage for e in est] == [s.name for s in plan()] and all(e.seconds > 0 for e in est)
+    sft = next(e for e in est if e.stage == "train-hsa_sft")
+    assert "36 steps" in sft.basis  # the pipeline's own override of the stage profile
+    assert rescale(est, {}) == 1.0
+    assert rescale(est, {"data": 2 * est[0].seconds}) == 2.0

@@ -11,6 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..pipeline.estimate import rescale
 from ._common import _fail, _say, app, console, err
 
 
@@ -94,8 +95,16 @@ def run_cmd(
 
         return update
 
+    actual: dict[str, float] = {}
+    remaining = {e.stage: e for e in estimates if e.stage not in done}
+
     def on_end(stage: Any, record: dict[str, Any]) -> None:
-        _say(f"  done in {record.get('seconds', 0)} s")
+        if stage.name not in remaining:
+            return
+        actual[stage.name] = float(record.get("seconds", 0))
+        left = sum(e.seconds for name, e in remaining.items() if name not in actual)
+        eta = left * rescale(list(remaining.values()), actual)
+        _say(f"  done in {actual[stage.name]:.0f} s; about {eta / 60:.0f} min left")
 
     try:
         with bar:

@@ -52,8 +52,15 @@ class PipelineConfig(BaseModel):
 # Sized from measured speeds on 2 cores (DESIGN.md): training about 90 tokens/s, decoding about
 # 34 tokens/s in a batch of 8 with the harness prefix cached. `hatkit run` prints the estimate.
 PROFILES: dict[str, dict[str, Any]] = {
+    # Measured on this machine (trial run, stages' own profiles): SFT 12 steps 157 s, OPD 8
+    # steps 60 s, RL 3 steps 180 s, one model's suites about 150 s, 26.5 min in all. With
+    # those steps +OPD and HAT left every greedy output unchanged, so the pipeline spends the
+    # rest of its hour on training: about 36-40 min of stages plus set-up.
     "quick": {
         "data": {"train_episodes": 48, "dev_episodes": 8, "n_variants": 8},
+        "train": {"sft": {"max_steps": 36},
+                  "opd": {"max_steps": 16, "learning_rate": 5e-5},
+                  "rl": {"max_steps": 6, "learning_rate": 2e-4}},
     },
     "full": {
         "base_model": "Qwen/Qwen3-0.6B",

@@ -1,9 +1,11 @@
 """Time estimates for each pipeline stage, printed before anything starts.
 
 Built from speeds measured on this kind of machine (2 cores, fp32, SmolLM2-135M; DESIGN.md):
-training about 90 tokens/s, decoding about 34 tokens/s in a batch of 8 with the harness prefix
-cached, about 7.6 tokens/s for one sequence. Once stages finish, the remaining estimates are
-scaled by how far the finished ones were off, so the printed ETA tightens as the run goes.
+decoding about 34 tokens/s in a batch of 8 with the harness prefix cached, about 7.6 tokens/s
+for one sequence; training about 135 tokens/s (a quick-profile SFT run: 12 steps of <= 1,792
+tokens in 157 s, model loading included; DESIGN.md's 90 tokens/s was one 600-token step).
+Once stages finish, the remaining estimates are scaled by how far the finished ones were off,
+so the printed ETA tightens as the run goes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from .config import PipelineConfig
 from .stages import Stage
 
-TRAIN_TOKENS_PER_S = 90.0
+TRAIN_TOKENS_PER_S = 135.0
 BATCH_DECODE_TOKENS_PER_S = 34.0
 SINGLE_DECODE_TOKENS_PER_S = 7.6
 ORACLE_EPISODES_PER_S = 40.0  # data building: oracle episodes incl. tokenising the traces
@@ -45,13 +47,13 @@ def _train_seconds(stage_name: str, cfg: PipelineConfig) -> tuple[float, str]:
         per = int(tokens / steps / batch)
         return tokens / TRAIN_TOKENS_PER_S, f"{int(steps)} steps x {int(batch)} x <= {per} tokens"
     new = _get(config, "max_new_tokens", _get(config, "max_completion_length", 64))
-    gen = _get(config, "num_generations", 1)
     turns = _get(config, "max_turns", 1)
-    samples = steps * batch * gen
+    samples = steps * batch  # GRPO's batch counts completions, each group's generations included
     speed = BATCH_DECODE_TOKENS_PER_S if samples > 1 else SINGLE_DECODE_TOKENS_PER_S
     decode = samples * new * turns / speed
     prompt = 1600 if stage_name == "rl" else 200  # RL prompts carry the rendered harness
-    learn = samples * (prompt + new * turns) / TRAIN_TOKENS_PER_S
+    passes = 2 if stage_name == "rl" else 1  # RL also scores every sample under the reference
+    learn = passes * samples * (prompt + new * turns) / TRAIN_TOKENS_PER_S
     return decode + learn, f"{int(steps)} steps, {int(samples)} samples of <= {int(new)} new tokens"
 
 
