@@ -70,12 +70,12 @@ def lengths_plot(results: dict[str, dict[str, dict[str, Any]]], path: Path,
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
     labels = {r.key: r.label for r in ROWS}
     for ax, segment in zip(axes, ("think_tool", "think_reply"), strict=True):
-        for row, color in ((before, "#888"), (after, "#27a")):
+        for row, style in ((before, {"histtype": "step", "linewidth": 2, "color": "#555"}),
+                           (after, {"histtype": "stepfilled", "alpha": 0.45, "color": "#27a"})):
             values = _lengths(results, row, segment)
             if values:
-                ax.hist(values, bins=12, alpha=0.6, color=color,
-                        label=f"{labels[row]} (n={len(values)})")
-        ax.set_title(f"{segment} tokens per episode")
+                ax.hist(values, bins=12, label=f"{labels[row]} (n={len(values)})", **style)
+        ax.set_title(f"{segment} tokens per reasoning block")
         ax.set_xlabel("tokens")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)

@@ -104,7 +104,8 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
           f"Profile `{cfg.profile}`, base model `{cfg.base_model}`, seed {cfg.seed}; written {created}.",
           "", "## Ablation", "", markdown_table(results), "",
           "Scores are in [0, 1]; the variant drop is live_qa - variant_qa (lower is better); "
-          "think lengths are mean tokens per episode; latency is per agent-loop turn.", "",
+          "think lengths are mean tokens per reasoning block (one per model call); latency is per "
+          "agent-loop turn.", "",
           "## The published system's claims, as measured here", ""]
     for c in claims:
         md.append(f"- **{c['claim']}**: {c['measured']} -> holds here: **{c['holds']}** ({c['n']}).")
