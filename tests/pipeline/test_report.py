@@ -23,7 +23,7 @@ METRICS: dict[str, dict[str, dict[str, Any]]] = {
     "hsa_sft": {"live_qa": {"score": 0.72}, "variant_qa": {"score": 0.70},
                 "general_if": {"prompt_strict": 0.31}},
     "opd": {"live_qa": {"score": 0.71}, "variant_qa": {"score": 0.69},
-            "general_if": {"prompt_strict": 0.38},
+            "general_if": {"prompt_strict": 0.40},
             "lengths": {"think_tool_mean": 40.0, "think_reply_mean": 20.0}},
     "hat": {"live_qa": {"score": 0.74}, "variant_qa": {"score": 0.73},
             "general_if": {"prompt_strict": 0.37}, "safety": {"violation_rate": 0.125},
@@ -107,6 +107,13 @@ def test_findings_report_each_claim_either_way() -> None:
     claims = {c["claim"]: c for c in findings(results)}
     assert claims["HSA keeps the variant drop small where fixed-harness SFT loses more"]["holds"] == "no"
     assert claims["RL shortens reasoning without losing accuracy"]["holds"] == "no"
+    # Differences below one item's worth (1/12 here) are not called either way.
+    results["opd"]["general_if"]["metrics"]["prompt_strict"] = 0.32
+    results["hat"]["live_qa"]["metrics"]["score"] = 0.71
+    results["hat"]["lengths"]["metrics"].update(think_tool_mean=39.5, think_reply_mean=20.0)
+    claims = {c["claim"]: c for c in findings(results)}
+    assert claims["OPD recovers general instruction following lost in SFT"]["holds"] == "too close to call"
+    assert claims["RL shortens reasoning without losing accuracy"]["holds"] == "too close to call"
 
 
 def test_report_escapes_untrusted_text(tmp_path: Path) -> None:

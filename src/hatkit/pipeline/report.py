@@ -34,8 +34,22 @@ def _n(results: dict[str, dict[str, dict[str, Any]]], row: str, suite: str) -> i
     return int(n) if isinstance(n, int | float) else 0
 
 
+CLOSE = "too close to call"
+LENGTH_CHANGE = 0.05
+"""A relative change in think lengths below this counts as no change."""
+
+
+def _verdict(diff: float, resolution: float) -> str:
+    """yes / no for a difference that should be positive, or too close to call when it is
+    smaller than what one evaluation item can move (1/n)."""
+    if abs(diff) < resolution - 1e-9:
+        return CLOSE
+    return "yes" if diff > 0 else "no"
+
+
 def findings(results: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, str]]:
-    """The published system's claims, each with the figures measured in this run."""
+    """The published system's claims, each with the figures measured in this run and a
+    verdict: yes, no, or too close to call when the difference is below one item's worth."""
 
     def v(row: str, title: str) -> float | None:
         return _value(results, row, title)
@@ -43,29 +57,35 @@ def findings(results: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, st
     out = []
     fixed, hsa = v("fixed_sft", "variant drop"), v("hsa_sft", "variant drop")
     if fixed is not None and hsa is not None:
+        n = _n(results, "hsa_sft", "variant_qa")
         out.append({"claim": "HSA keeps the variant drop small where fixed-harness SFT loses more",
                     "measured": f"drop HSA-SFT {hsa:+.3f} vs Fixed-SFT {fixed:+.3f}",
-                    "holds": "yes" if hsa < fixed else "no",
-                    "n": f"{_n(results, 'hsa_sft', 'variant_qa')} variant items per model"})
+                    "holds": _verdict(fixed - hsa, 1 / max(n, 1)),
+                    "n": f"{n} variant items per model"})
     base, sft, opd = v("base", "general_if"), v("hsa_sft", "general_if"), v("opd", "general_if")
     if sft is not None and opd is not None:
+        n = _n(results, "opd", "general_if")
         out.append({"claim": "OPD recovers general instruction following lost in SFT",
                     "measured": f"general_if Base {fmt_cell(COLUMNS[3], base)}, HSA-SFT {sft:.3f}, "
                                 f"+OPD {opd:.3f}",
-                    "holds": "yes" if opd > sft else "no",
-                    "n": f"{_n(results, 'opd', 'general_if')} prompts per model"})
+                    "holds": _verdict(opd - sft, 1 / max(n, 1)),
+                    "n": f"{n} prompts per model"})
     tt0, tt1 = v("opd", "think_tool tokens"), v("hat", "think_tool tokens")
     tr0, tr1 = v("opd", "think_reply tokens"), v("hat", "think_reply tokens")
     acc0, acc1 = v("opd", "live_qa"), v("hat", "live_qa")
     if None not in (tt0, tt1, tr0, tr1, acc0, acc1):
         assert tt0 is not None and tt1 is not None and tr0 is not None and tr1 is not None
         assert acc0 is not None and acc1 is not None
-        shorter = tt1 <= tt0 and tr1 <= tr0 and (tt1 + tr1) < (tt0 + tr0)
+        n = _n(results, "hat", "live_qa")
+        before, after = tt0 + tr0, tt1 + tr1
+        change = (before - after) / before if before > 0 else 0.0
+        lost = acc0 - acc1 >= 1 / max(n, 1) - 1e-9
+        holds = "no" if lost or change <= -LENGTH_CHANGE else (
+            "yes" if change >= LENGTH_CHANGE and tt1 <= tt0 and tr1 <= tr0 else CLOSE)
         out.append({"claim": "RL shortens reasoning without losing accuracy",
                     "measured": f"think_tool {tt0:.1f} -> {tt1:.1f}, think_reply {tr0:.1f} -> "
                                 f"{tr1:.1f} tokens; live_qa {acc0:.3f} -> {acc1:.3f}",
-                    "holds": "yes" if shorter and acc1 >= acc0 else "no",
-                    "n": f"{_n(results, 'hat', 'live_qa')} live_qa items"})
+                    "holds": holds, "n": f"{n} live_qa items"})
     return out
 
 
