@@ -80,7 +80,7 @@ def lengths_plot(results: dict[str, dict[str, dict[str, Any]]], path: Path,
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
         else:
-            ax.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=ax.transAxes)
+            ax.text(0.5, 0.5, "none recorded", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
