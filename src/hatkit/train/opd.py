@@ -31,6 +31,7 @@ from ..models.cache import sha256_file
 from .checkpoint import final_dir, finished_checkpoint, last_checkpoint, read_meta, resolve_model, save_final
 from .general_prompts import GeneralPrompt, collect_prompts
 from .runtime import (
+    CPUDefaults,
     attach_progress,
     load_causal_lm,
     on_main_process,
@@ -40,7 +41,7 @@ from .runtime import (
 
 
 @dataclass
-class HatOPDConfig(DistillationConfig):
+class HatOPDConfig(CPUDefaults, DistillationConfig):  # type: ignore[misc]  # as in sft.py
     """TRL's DistillationConfig plus the hatkit fields (student, teacher, prompt sources)."""
 
     model: str = field(default="runs/sft/final", metadata={
@@ -63,16 +64,6 @@ class HatOPDConfig(DistillationConfig):
         "help": "Rows drawn from an hf: source (None = all)."})
     output_dir: str | None = field(default="runs/opd", metadata={
         "help": "Where checkpoint-N folders and the final model (final/) are written."})
-    gradient_checkpointing: bool | None = field(  # type: ignore[assignment]
-        default=None, metadata={"help": "Deprecated alias of activation_checkpointing."})
-    activation_checkpointing: bool | None = field(default=None, metadata={
-        "help": "Recompute activations to save memory (off unless set: it slows a CPU down)."})
-    bf16: bool | None = field(  # type: ignore[assignment]
-        default=False, metadata={"help": "bf16 mixed precision (GPU only; fp32 on CPU, which "
-                                         "has no bf16 instructions)."})
-    report_to: str | list[str] | None = field(default_factory=lambda: ["tensorboard"], metadata={
-        "help": "Metric loggers; tensorboard files are written with tensorboardX when the "
-                "tensorboard package is absent."})
 
     def __post_init__(self) -> None:
         super().__post_init__()  # type: ignore[no-untyped-call]

@@ -5,12 +5,31 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
 from .checkpoint import FINAL
+
+
+@dataclass
+class CPUDefaults:
+    """Defaults the SFT and OPD configs share over TRL's: fp32, no activation checkpointing
+    (it slows a CPU down), TensorBoard files. Listed first among the bases, so these fields
+    replace TRL's same-named ones."""
+
+    gradient_checkpointing: bool | None = field(  # type: ignore[assignment]
+        default=None, metadata={"help": "Deprecated alias of activation_checkpointing."})
+    activation_checkpointing: bool | None = field(default=None, metadata={
+        "help": "Recompute activations to save memory (off unless set: it slows a CPU down)."})
+    bf16: bool | None = field(  # type: ignore[assignment]
+        default=False, metadata={"help": "bf16 mixed precision (GPU only; fp32 on CPU, which "
+                                         "has no bf16 instructions)."})
+    report_to: str | list[str] | None = field(default_factory=lambda: ["tensorboard"], metadata={
+        "help": "Metric loggers; tensorboard files are written with tensorboardX when the "
+                "tensorboard package is absent."})
 
 
 def plain_config(path: Path) -> Any:

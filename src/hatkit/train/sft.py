@@ -30,6 +30,7 @@ from .checkpoint import (
     save_final,
 )
 from .runtime import (
+    CPUDefaults,
     attach_progress,
     load_causal_lm,
     on_main_process,
@@ -41,7 +42,7 @@ MODES = ("hsa", "fixed")
 
 
 @dataclass
-class HatSFTConfig(SFTConfig):
+class HatSFTConfig(CPUDefaults, SFTConfig):  # type: ignore[misc]  # CPUDefaults narrows two TRL fields
     """TRL's SFTConfig plus the hatkit fields (model, data, LoRA)."""
 
     model: str = field(default="local", metadata={
@@ -62,16 +63,6 @@ class HatSFTConfig(SFTConfig):
         "help": "Modules to adapt (None = all linear layers)."})
     output_dir: str | None = field(default="runs/sft", metadata={
         "help": "Where checkpoint-N folders and the final model (final/) are written."})
-    gradient_checkpointing: bool | None = field(  # type: ignore[assignment]
-        default=None, metadata={"help": "Deprecated alias of activation_checkpointing."})
-    activation_checkpointing: bool | None = field(default=None, metadata={
-        "help": "Recompute activations to save memory (off unless set: it slows a CPU down)."})
-    bf16: bool | None = field(  # type: ignore[assignment]
-        default=False, metadata={"help": "bf16 mixed precision (GPU only; fp32 on CPU, which "
-                                         "has no bf16 instructions)."})
-    report_to: str | list[str] | None = field(default_factory=lambda: ["tensorboard"], metadata={
-        "help": "Metric loggers; tensorboard files are written with tensorboardX when the "
-                "tensorboard package is absent."})
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
