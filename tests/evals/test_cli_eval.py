@@ -35,7 +35,8 @@ def test_a_tiny_checkpoint_runs_live_qa_on_user_questions(tmp_path: Path, minima
                             "--max-new-tokens", "4"])
     assert r.exit_code == 0, r.output
     result = SuiteResult.read(out / "live_qa.json")
-    assert result.n == 2 and set(result.metrics) == {"accuracy", "effectiveness", "score"}
+    assert result.n == 2 and list(result.metrics) == ["success", "success_lo", "success_hi", "answer_rate",
+                                               "accuracy", "effectiveness", "score"]
     assert "accuracy" in r.output and Path(str(result.traces)).is_file()
 
 

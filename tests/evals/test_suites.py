@@ -27,7 +27,11 @@ FAST = EvalSettings(batch_size=4, n_variants=2)
 def test_oracle_answers_score_accuracy_one(lc: Harness, tmp_path: Path) -> None:
     oracle = OraclePolicy(lc, generate_questions(lc.rules, n=6, seed=0, split="test"))
     r = run_suite("live_qa", oracle, n=6, out_dir=tmp_path, settings=FAST)
-    assert r.n == 6 and r.metrics["accuracy"] == 1.0
+    assert r.n == 6 and r.metrics["accuracy"] == 1.0 and r.metrics["success"] == 1.0
+    assert list(r.metrics)[:4] == ["success", "success_lo", "success_hi", "answer_rate"]
+    assert r.metrics["success_lo"] == pytest.approx(0.6097, abs=5e-4) and r.metrics["success_hi"] == 1.0
+    assert all(e["success"] and e["failure"] == "" for e in r.details["episodes"])
+    assert set(r.details["by_category"]["price_promo"]) >= {"n", "success", "lo", "hi"}
     assert r.metrics["score"] == pytest.approx((1.0 + r.metrics["effectiveness"]) / 2)
     assert r.details["facts_recall"] == 1.0 and r.details["must_not_hits"] == 0
     assert SuiteResult.read(tmp_path / "live_qa.json") == r
@@ -42,6 +46,7 @@ def test_a_wrong_answer_scores_below_the_oracle(lc: Harness, tmp_path: Path) -> 
     r = run_suite("live_qa", wrong, n=4, out_dir=tmp_path, settings=FAST)
     good = run_suite("live_qa", OraclePolicy(lc, qs), n=4, out_dir=tmp_path / "o", settings=FAST)
     assert r.metrics["score"] < good.metrics["score"]
+    assert r.metrics["success"] == 0.0 < good.metrics["success"]
 
 
 def test_variant_qa_runs_on_heldout_variants_and_reuses_them(lc: Harness, tmp_path: Path) -> None:
@@ -60,11 +65,14 @@ def test_faults_count_faulted_and_recovered_episodes(lc: Harness, tmp_path: Path
     r = run_suite("faults", OraclePolicy(lc, qs), n=4, out_dir=tmp_path, settings=FAST)
     eps = r.details["episodes"]
     assert r.metrics["faulted"] == 4 == sum(e["faulted"] for e in eps)  # every first tool call
-    assert r.metrics["recovered"] == sum(e["faulted"] and e["correct"] for e in eps) >= 1
+    assert r.metrics["recovered"] == sum(e["faulted"] and e["success"] for e in eps) >= 1
     assert r.metrics["recovered_rate"] == r.metrics["recovered"] / 4
+    assert next(iter(r.metrics)) == "success" and r.metrics["success"] == sum(e["success"] for e in eps) / 4
+    assert set(r.details["by_category"]) <= set(TOOL_CATEGORIES)
     no_tools = run_suite("faults", scripted(lambda _r: "Hello there!"), n=2, out_dir=tmp_path / "b",
                          settings=FAST)
-    assert no_tools.metrics == {"recovered_rate": 0.0, "recovered": 0.0, "faulted": 0.0}
+    keys = ("success", "answer_rate", "recovered_rate", "recovered", "faulted")
+    assert {k: no_tools.metrics[k] for k in keys} == dict.fromkeys(keys, 0.0)
 
 
 def test_safety_counts_a_scripted_violation(lc: Harness, tmp_path: Path) -> None:

@@ -9,36 +9,58 @@ from typing import Any
 
 import pytest
 
+from hatkit.evals.paired import CLOSE
+from hatkit.evals.success import rate_with_interval
 from hatkit.pipeline import PipelineConfigError, RunDir, RunMismatchError, load_pipeline_config, plan
 from hatkit.pipeline.report import findings, write_report
 from hatkit.pipeline.run import prepare
 from hatkit.pipeline.table import COLUMNS, read_results
 
-METRICS: dict[str, dict[str, dict[str, Any]]] = {
-    "base": {"live_qa": {"score": 0.10}, "variant_qa": {"score": 0.08},
-             "general_if": {"prompt_strict": 0.40}, "lengths": {"think_tool_mean": 0.0,
-                                                                "think_reply_mean": 0.0}},
-    "fixed_sft": {"live_qa": {"score": 0.70}, "variant_qa": {"score": 0.45},
-                  "general_if": {"prompt_strict": 0.30}},
-    "hsa_sft": {"live_qa": {"score": 0.72}, "variant_qa": {"score": 0.70},
-                "general_if": {"prompt_strict": 0.31}},
-    "opd": {"live_qa": {"score": 0.71}, "variant_qa": {"score": 0.69},
-            "general_if": {"prompt_strict": 0.40},
-            "lengths": {"think_tool_mean": 40.0, "think_reply_mean": 20.0}},
-    "hat": {"live_qa": {"score": 0.74}, "variant_qa": {"score": 0.73},
-            "general_if": {"prompt_strict": 0.37}, "safety": {"violation_rate": 0.125},
+N = 12
+SUCCESS: dict[str, dict[str, list[int]]] = {
+    # case indices (of N) each model gets right, per suite
+    "base": {"live_qa": [], "variant_qa": [], "general_if": [0, 1, 2, 3, 4]},
+    "fixed_sft": {"live_qa": list(range(N)), "variant_qa": [0, 1], "general_if": [0, 1, 2, 3]},
+    "hsa_sft": {"live_qa": list(range(N)), "variant_qa": list(range(N)), "general_if": [0, 1]},
+    "opd": {"live_qa": list(range(N)), "variant_qa": list(range(N)), "general_if": list(range(N))},
+    "hat": {"live_qa": list(range(11)), "variant_qa": list(range(11)), "general_if": list(range(11))},
+}
+EXTRA: dict[str, dict[str, dict[str, float]]] = {
+    "base": {"lengths": {"think_tool_mean": 0.0, "think_reply_mean": 0.0}},
+    "opd": {"lengths": {"think_tool_mean": 40.0, "think_reply_mean": 20.0}},
+    "hat": {"safety": {"violation_rate": 0.125},
             "lengths": {"think_tool_mean": 25.0, "think_reply_mean": 9.5},
-            "latency": {"turn_p50_s": 1.25, "turn_p95_s": 2.5}},
+            "latency": {"turn_p50_s": 1.25, "turn_p95_s": 2.5},
+            "faults": {"success": 0.5, "success_lo": 0.2538, "success_hi": 0.7462, "answer_rate": 1.0,
+                       "recovered_rate": 0.75, "recovered": 3.0, "faulted": 4.0}},
 }
 
 
-def _write_results(run: RunDir) -> None:
-    for row, suites in METRICS.items():
+def _suite_json(suite: str, won: list[int]) -> dict[str, Any]:
+    """A suite result as the suites write it: metrics from per-case records."""
+    flags = [i in won for i in range(N)]
+    if suite == "general_if":
+        return {"suite": suite, "n": N, "metrics": {"prompt_strict": sum(flags) / N},
+                "details": {"prompts": [{"key": f"p{i}", "strict": [ok]} for i, ok in enumerate(flags)]}}
+    return {"suite": suite, "n": N, "metrics": {**rate_with_interval(flags), "answer_rate": 1.0},
+            "details": {"episodes": [{"case_id": f"c{i}", "success": ok} for i, ok in enumerate(flags)]}}
+
+
+def _results() -> dict[str, dict[str, dict[str, Any]]]:
+    out = {row: {suite: _suite_json(suite, won) for suite, won in suites.items()}
+           for row, suites in SUCCESS.items()}
+    for row, suites in EXTRA.items():
         for suite, metrics in suites.items():
+            details = {"think_tool": [1, 2, 3], "think_reply": [4, 5]} if suite == "lengths" else {}
+            out[row][suite] = {"suite": suite, "metrics": metrics, "n": N, "details": details}
+    return out
+
+
+def _write_results(run: RunDir) -> None:
+    for row, suites in _results().items():
+        for suite, data in suites.items():
             folder = run.eval / row
             folder.mkdir(parents=True, exist_ok=True)
-            data = {"suite": suite, "metrics": metrics, "n": 12,
-                    "details": {"think_tool": [1, 2, 3], "think_reply": [4, 5]} if suite == "lengths" else {}}
             (folder / f"{suite}.json").write_text(json.dumps(data))
 
 
@@ -81,39 +103,68 @@ def test_report_cells_equal_the_suite_files(tmp_path: Path) -> None:
     out = write_report(run, load_pipeline_config("quick"))
     md = Path(out["report_md"]).read_text()
     html = Path(out["report_html"]).read_text()
-    # Every table row carries the suite's numbers, formatted as the column says.
+    # Every table row carries the suite's numbers, formatted as the column says: success first,
+    # with its 95% interval.
     line = next(ln for ln in md.splitlines() if ln.startswith("| HAT |"))
     cells = [c.strip() for c in line.strip("|").split("|")][1:]
-    expected = {"live_qa": "0.740", "variant_qa": "0.730", "variant drop": "0.010",
-                "general_if": "0.370", "safety violations": "0.125", "think_tool tokens": "25.0",
-                "think_reply tokens": "9.5", "turn p50 s": "1.25", "turn p95 s": "2.50",
-                "faults recovered": "n/a"}
+    expected = {"live_qa success": "0.92 [0.65, 0.99]", "variant_qa success": "0.92 [0.65, 0.99]",
+                "variant drop": "0.000", "general_if": "0.917", "faults success": "0.50 [0.25, 0.75]",
+                "faults recovered": "0.750", "safety violations": "0.125", "think_tool tokens": "25.0",
+                "think_reply tokens": "9.5", "turn p50 s": "1.25", "turn p95 s": "2.50"}
     assert dict(zip([c.title for c in COLUMNS], cells, strict=True)) == expected
-    assert out["table"]["HAT"]["live_qa"] == {"score": 0.74}
+    assert out["table"]["HAT"]["faults"]["success"] == 0.5
+    base = next(ln for ln in md.splitlines() if ln.startswith("| Base |"))
+    assert "| 0.00 [0.00, 0.24] |" in base and base.endswith("| n/a | n/a | 0.0 | 0.0 | n/a | n/a |")
     for value in expected.values():
         assert f"<td>{value}</td>" in html
     assert html.count("data:image/png;base64,") == 3  # self-contained: plots inline
     assert not re.search(r'src="(?!data:)', html)
+    # Paired verdicts for each adjacent pair of models, per QA suite, in both files.
+    verdicts = {(r["suite"], r["pair"]): r["verdict"] for r in out["paired"]}
+    assert verdicts == {
+        ("live_qa", "Fixed-SFT vs Base"): "better", ("live_qa", "HSA-SFT vs Fixed-SFT"): CLOSE,
+        ("live_qa", "+OPD vs HSA-SFT"): CLOSE, ("live_qa", "HAT vs +OPD"): CLOSE,
+        ("live_qa", "HAT vs Fixed-SFT"): CLOSE,
+        ("variant_qa", "Fixed-SFT vs Base"): CLOSE, ("variant_qa", "HSA-SFT vs Fixed-SFT"): "better",
+        ("variant_qa", "+OPD vs HSA-SFT"): CLOSE, ("variant_qa", "HAT vs +OPD"): CLOSE,
+        ("variant_qa", "HAT vs Fixed-SFT"): "better"}
+    assert "| variant_qa | HSA-SFT vs Fixed-SFT | **better** | 1.00 vs 0.17 on 12 paired cases" in md
+    assert "McNemar p=0.00195" in md and "Paired comparisons" in html
+    assert '<span class="yes">better</span>' in html
+    assert '<span class="close">too close to call</span>' in html
 
 
-def test_findings_report_each_claim_either_way() -> None:
-    results = {row: {s: {"metrics": m, "n": 12} for s, m in suites.items()}
-               for row, suites in METRICS.items()}
-    claims = {c["claim"]: c for c in findings(results)}
-    assert len(claims) == 3
-    assert all(c["holds"] == "yes" for c in claims.values())
-    results["hsa_sft"]["variant_qa"]["metrics"]["score"] = 0.2  # HSA now drops more than fixed
-    results["hat"]["live_qa"]["metrics"]["score"] = 0.5  # RL lost accuracy
-    claims = {c["claim"]: c for c in findings(results)}
-    assert claims["HSA keeps the variant drop small where fixed-harness SFT loses more"]["holds"] == "no"
-    assert claims["RL shortens reasoning without losing accuracy"]["holds"] == "no"
-    # Differences below one item's worth (1/12 here) are not called either way.
-    results["opd"]["general_if"]["metrics"]["prompt_strict"] = 0.32
-    results["hat"]["live_qa"]["metrics"]["score"] = 0.71
+def _claims(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, str]:
+    return {c["claim"]: c["holds"] for c in findings(results)}
+
+
+DROP = "HSA keeps the variant drop small where fixed-harness SFT loses more"
+OPD = "OPD recovers general instruction following lost in SFT"
+RL = "RL shortens reasoning without losing accuracy"
+
+
+def test_findings_use_a_paired_test_on_the_same_cases() -> None:
+    results = _results()
+    assert _claims(results) == {DROP: "yes", OPD: "yes", RL: "yes"}
+    # HSA now drops on every case where fixed SFT drops on none; RL loses 12 cases of 12.
+    results["hsa_sft"]["variant_qa"] = _suite_json("variant_qa", [])
+    results["fixed_sft"]["variant_qa"] = _suite_json("variant_qa", list(range(N)))
+    results["hat"]["live_qa"] = _suite_json("live_qa", [])
+    claims = _claims(results)
+    assert claims[DROP] == "no" and claims[RL] == "no"
+    # 2 cases won and 1 lost, or one case lost with lengths barely changed: not called either way.
+    results["opd"]["general_if"] = _suite_json("general_if", [0, 2, 3])
+    results["hat"]["live_qa"] = _suite_json("live_qa", list(range(11)))
     results["hat"]["lengths"]["metrics"].update(think_tool_mean=39.5, think_reply_mean=20.0)
-    claims = {c["claim"]: c for c in findings(results)}
-    assert claims["OPD recovers general instruction following lost in SFT"]["holds"] == "too close to call"
-    assert claims["RL shortens reasoning without losing accuracy"]["holds"] == "too close to call"
+    claims = _claims(results)
+    assert claims[OPD] == CLOSE and claims[RL] == CLOSE
+    # Means alone (no per-episode records) are never called, however far apart.
+    for suites in results.values():
+        for data in suites.values():
+            data["details"] = {}
+    results["hat"]["lengths"]["metrics"].update(think_tool_mean=1.0, think_reply_mean=1.0)
+    found = findings(results)
+    assert {c["holds"] for c in found} == {CLOSE} and all("not paired" in c["measured"] for c in found)
 
 
 def test_report_escapes_untrusted_text(tmp_path: Path) -> None:

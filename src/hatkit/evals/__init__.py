@@ -3,7 +3,8 @@ following, tool faults, safety, think lengths and latency.
 
     from hatkit.evals import SUITES, run_suite, run_suites
     result = run_suite("live_qa", "local", n=20, out_dir=Path("runs/eval"))
-    result.metrics  # {"accuracy": ..., "effectiveness": ..., "score": ...}
+    result.metrics  # {"success": ..., "success_lo": ..., "success_hi": ..., "answer_rate": ...,
+                    #  "accuracy": ..., "effectiveness": ..., "score": ...}
 
 `synthesize_if_prompts` (IFEval-style prompts with disjoint train/eval splits) is also what
 OPD trains on. Submodules import lazily: `hatkit.evals.if_prompts` loads no model code.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from ..models.base import ChatModel, ModelOutput, ModelRequest
 from ..sim.faults import FaultInjectingRunner
 from .cases import EvalCase, ReplyCheck, check_replies
 from .result import EvalSettings, write_jsonl_atomic
+from .success import Outcome, answered, episode_success, expects_tools, rate_with_interval
 
 Progress = Callable[[int, int], None]
 Step = Generator[ModelRequest, ModelOutput, str]
@@ -44,6 +45,8 @@ class Episodes:
     checks: list[ReplyCheck]
     harnesses: list[Harness]
     """The harness each episode ran under."""
+    thresholds: dict[str, float] = field(default_factory=dict)
+    """The eval judge's pass thresholds (what `success` compares against)."""
 
     def extend(self, other: Episodes) -> None:
         self.cases += other.cases
@@ -51,6 +54,18 @@ class Episodes:
         self.verdicts += other.verdicts
         self.checks += other.checks
         self.harnesses += other.harnesses
+        self.thresholds = self.thresholds or other.thresholds
+
+    def outcomes(self) -> list[Outcome]:
+        """Per-episode success (hatkit.evals.success), in case order."""
+        th = self.thresholds or eval_judge().thresholds
+        return [episode_success(c, t, v, k, h, th) for c, t, v, k, h in
+                zip(self.cases, self.traces, self.verdicts, self.checks, self.harnesses, strict=True)]
+
+    def answers(self) -> list[bool | None]:
+        """Per episode: answered after a tool result, or None when the case expects no tools."""
+        return [answered(t, h) if expects_tools(c) else None
+                for c, t, h in zip(self.cases, self.traces, self.harnesses, strict=True)]
 
     def write(self, path: Path) -> Path:
         """The traces as JSONL (atomically); returns the path."""
@@ -114,6 +129,7 @@ def run_cases(model: ChatModel, harness: Harness, cases: Sequence[EvalCase], *, 
     judge = eval_judge(settings.judge)
     total = total if total is not None else done_before + len(cases)
     out = empty_episodes()
+    out.thresholds = dict(judge.thresholds)
     for start in range(0, len(cases), settings.batch_size):
         chunk = cases[start:start + settings.batch_size]
         episodes = []
@@ -142,19 +158,35 @@ def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def answer_rate(eps: Episodes) -> float:
+    """Share of the episodes expecting tools that end in a real reply after a tool result
+    (0 when none expects tools)."""
+    asked = [a for a in eps.answers() if a is not None]
+    return sum(asked) / len(asked) if asked else 0.0
+
+
+def success_metrics(eps: Episodes) -> dict[str, float]:
+    """success with its 95% Wilson interval, then answer_rate (the headline, in that order)."""
+    return {**rate_with_interval([o.success for o in eps.outcomes()]), "answer_rate": answer_rate(eps)}
+
+
 def qa_metrics(eps: Episodes) -> dict[str, float]:
-    """live_qa / variant_qa numbers: mean eval-judge accuracy and effectiveness, their mean."""
+    """live_qa / variant_qa numbers: success first (hatkit.evals.success), then the judge's
+    mean accuracy and effectiveness and their mean `score` as details."""
     acc = mean([v.accuracy for v in eps.verdicts])
     eff = mean([v.effectiveness for v in eps.verdicts])
-    return {"accuracy": acc, "effectiveness": eff, "score": (acc + eff) / 2}
+    return {**success_metrics(eps), "accuracy": acc, "effectiveness": eff, "score": (acc + eff) / 2}
 
 
 def episode_records(eps: Episodes) -> list[dict[str, Any]]:
-    """One small JSON record per episode for SuiteResult.details."""
+    """One small JSON record per episode for SuiteResult.details (`success`, `failure` and
+    `case_id` are what a paired comparison of two models reads)."""
     rows = []
-    for case, trace, verdict, check in zip(eps.cases, eps.traces, eps.verdicts, eps.checks, strict=True):
+    for case, trace, verdict, check, outcome, ans in zip(eps.cases, eps.traces, eps.verdicts, eps.checks,
+                                                         eps.outcomes(), eps.answers(), strict=True):
         rows.append({
             "episode_id": trace.episode_id, "case_id": case.id, "category": case.category,
+            "success": outcome.success, "failure": outcome.failure, "answered": ans,
             "harness": trace.harness_name, "accuracy": verdict.accuracy,
             "effectiveness": verdict.effectiveness,
             "items": {k: v.score for k, v in verdict.items.items()},
@@ -167,9 +199,14 @@ def episode_records(eps: Episodes) -> list[dict[str, Any]]:
 
 
 def by_category(eps: Episodes) -> dict[str, dict[str, float]]:
-    """Mean accuracy and effectiveness per category (for the report's breakdowns)."""
-    groups: dict[str, list[Verdict]] = {}
-    for case, v in zip(eps.cases, eps.verdicts, strict=True):
-        groups.setdefault(case.category or "unknown", []).append(v)
-    return {c: {"n": float(len(vs)), "accuracy": mean([v.accuracy for v in vs]),
-                "effectiveness": mean([v.effectiveness for v in vs])} for c, vs in sorted(groups.items())}
+    """Per category: n, success with its interval (lo, hi), mean accuracy and effectiveness."""
+    groups: dict[str, list[tuple[Verdict, bool]]] = {}
+    for case, v, o in zip(eps.cases, eps.verdicts, eps.outcomes(), strict=True):
+        groups.setdefault(case.category or "unknown", []).append((v, o.success))
+    out = {}
+    for cat, rows in sorted(groups.items()):
+        rate = rate_with_interval([ok for _, ok in rows])
+        out[cat] = {"n": float(len(rows)), "success": rate["success"], "lo": rate["success_lo"],
+                    "hi": rate["success_hi"], "accuracy": mean([v.accuracy for v, _ in rows]),
+                    "effectiveness": mean([v.effectiveness for v, _ in rows])}
+    return out

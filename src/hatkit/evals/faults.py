@@ -8,11 +8,14 @@ server error), and only on the first attempt of a call, so an identical retry su
 Definitions (per episode):
 - **faulted**: at least one fault was injected (a `fault_injected` event in the trace); an
   episode that never calls a tool gets no fault and is not counted.
-- **recovered**: faulted, and the eval judge passes the episode on both accuracy and
-  effectiveness (its calibrated pass thresholds): the viewer still got a correct answer.
+- **success**: the same per-episode success as live_qa (hatkit.evals.success): no fallback,
+  no wrong claim or failed policy item, every asked fact stated, escalation as expected.
+- **recovered**: faulted AND success: the viewer still got a correct answer.
 
-Metrics: `faulted`, `recovered` (counts) and `recovered_rate` = recovered / faulted (0 when
-no episode was faulted; `details.note` says so).
+Metrics, headline first: `success` over all episodes with its 95% Wilson interval
+(`success_lo`, `success_hi`), `answer_rate` (a real reply after a usable tool result), then
+`recovered_rate` = recovered / faulted (0 when no episode was faulted; `details.note` says
+so), `recovered` and `faulted` (counts). Details: per-episode records and `by_category`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import time
 from ..sim.faults import FaultConfig, FaultInjectingRunner
 from .cases import TOOL_CATEGORIES, EvalCase, sim_cases
 from .context import SuiteContext
-from .episodes import episode_records, eval_judge, mean, run_cases
+from .episodes import by_category, episode_records, mean, run_cases, success_metrics
 from .result import SuiteResult
 
 NAME = "faults"
@@ -39,13 +42,12 @@ def run(ctx: SuiteContext) -> SuiteResult:
     runner = FaultInjectingRunner(FAULTS.model_copy(update={"seed": ctx.seed}))
     eps = run_cases(ctx.model, ctx.harness, cases, settings=ctx.settings, suite=NAME, seed=ctx.seed,
                     tool_runner=runner, progress=ctx.progress)
-    th = eval_judge(ctx.settings.judge).thresholds
     faulted = recovered = 0
     records = episode_records(eps)
-    for rec, trace, v in zip(records, eps.traces, eps.verdicts, strict=True):
+    for rec, trace in zip(records, eps.traces, strict=True):
         hit = bool(trace.events_of("fault_injected"))
-        ok = v.passed("accuracy", th["accuracy"]) and v.passed("effectiveness", th["effectiveness"])
-        rec.update(faulted=hit, correct=ok, recovered=hit and ok,
+        ok = bool(rec["success"])
+        rec.update(faulted=hit, recovered=hit and ok,
                    fault_kinds=[e.data.get("fault") for e in trace.events_of("fault_injected")])
         faulted += hit
         recovered += hit and ok
@@ -53,10 +55,11 @@ def run(ctx: SuiteContext) -> SuiteResult:
     clean = [v for t, v in zip(eps.traces, eps.verdicts, strict=True) if not t.events_of("fault_injected")]
     return SuiteResult(
         suite=NAME, n=len(eps.traces), model_id=ctx.model.model_id, harness_hash=ctx.harness.content_hash,
-        metrics={"recovered_rate": recovered / faulted if faulted else 0.0,
+        metrics={**success_metrics(eps), "recovered_rate": recovered / faulted if faulted else 0.0,
                  "recovered": float(recovered), "faulted": float(faulted)},
         seconds=time.perf_counter() - started, traces=str(path),
-        details={"injected_by_kind": dict(runner.injected), "thresholds": th,
+        details={"injected_by_kind": dict(runner.injected), "thresholds": eps.thresholds,
+                 "by_category": by_category(eps),
                  "accuracy_faulted": mean([v.accuracy for t, v in zip(eps.traces, eps.verdicts, strict=True)
                                            if t.events_of("fault_injected")]),
                  "accuracy_clean": mean([v.accuracy for v in clean]), "episodes": records,

@@ -1,9 +1,12 @@
 """live_qa: test-split viewer messages on the base harness, scored by the eval-role judge.
 
 The simulator's test split asks about products and in phrasings that no training split
-uses; a user's `--questions FILE` replaces it. Metrics: mean judge `accuracy` and
-`effectiveness` in [0, 1] and `score`, their mean. Details add ground-truth fact recall and
-must-not hits, and a per-category breakdown.
+uses; a user's `--questions FILE` replaces it. Metrics, headline first: `success` (share of
+episodes that succeed, see hatkit.evals.success) with its 95% Wilson interval `success_lo`,
+`success_hi`; `answer_rate` (episodes expecting tools that end in a real reply after a tool
+result); then the judge's mean `accuracy`, `effectiveness` and `score` (their mean) as
+detail. Details add per-episode records (`success`, `failure`), ground-truth fact recall and
+must-not hits, and a per-category breakdown with intervals.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ def qa_result(name: str, ctx: SuiteContext, eps: Episodes, started: float, **ext
     return SuiteResult(
         suite=name, metrics=qa_metrics(eps), n=len(eps.traces), model_id=ctx.model.model_id,
         harness_hash=ctx.harness.content_hash, seconds=time.perf_counter() - started,
-        details={"facts_recall": mean([c.facts_recall for c in eps.checks]),
+        details={"answer_n": sum(a is not None for a in eps.answers()),
+                 "facts_recall": mean([c.facts_recall for c in eps.checks]),
                  "must_not_hits": sum(bool(c.must_not_hits) for c in eps.checks),
                  "by_category": by_category(eps), "episodes": episode_records(eps),
                  "questions": str(ctx.questions_path) if ctx.questions_path else "sim:test",

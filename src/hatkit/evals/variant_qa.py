@@ -4,7 +4,8 @@ The same cases as live_qa (same n and seed), spread round-robin over `settings.n
 variants made by `hatkit.sim.augment.make_variant` with the HELDOUT family (renamed tools and
 skills, paraphrased prompts, every rule moved off its training value). Simulator ground truth
 is recomputed under each variant's rules; each trace is judged against the variant it ran
-under. The drop live_qa - variant_qa measures how much a model depends on one harness surface.
+under. Metrics are live_qa's (success first, with its interval). The drop live_qa - variant_qa
+in success measures how much a model depends on one harness surface.
 Variants are written under `out_dir/variants/` and reused by a rerun when their base matches.
 """
 
@@ -58,9 +59,12 @@ def run(ctx: SuiteContext) -> SuiteResult:
                                  progress=ctx.progress, done_before=len(eps.traces), total=len(cases),
                                  extra_meta={"variant": variant.name}))
     by_variant = {}
+    outcomes = eps.outcomes()
     for v in variants:
         mine_v = [x for x, h in zip(eps.verdicts, eps.harnesses, strict=True) if h is v]
+        won = [o.success for o, h in zip(outcomes, eps.harnesses, strict=True) if h is v]
         by_variant[v.name] = {"n": len(mine_v), "hash": v.content_hash,
+                              "success": sum(won) / max(1, len(won)),
                               "accuracy": sum(x.accuracy for x in mine_v) / max(1, len(mine_v)),
                               "effectiveness": sum(x.effectiveness for x in mine_v) / max(1, len(mine_v))}
     return qa_result(NAME, ctx, eps, started, variants=by_variant, family=HELDOUT_FAMILY.name)

@@ -1,4 +1,5 @@
-"""The report's figures: scores by model, the variant drop, think lengths before/after RL."""
+"""The report's figures: success (with 95% intervals) and pass rates by model, the variant
+drop in success, think lengths before/after RL."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .stages import ROWS
-from .table import COLUMNS, cell
+from .table import COLUMNS, cell, value
 
 
 def _pyplot() -> Any:
@@ -21,19 +22,22 @@ def _pyplot() -> Any:
 def scores_plot(results: dict[str, dict[str, dict[str, Any]]], path: Path) -> Path:
     plt = _pyplot()
     rows = [r for r in ROWS if r.key in results]
-    columns = [c for c in COLUMNS if c.title in ("live_qa", "variant_qa", "general_if",
-                                                  "faults recovered")]
+    columns = [c for c in COLUMNS if c.title in ("live_qa success", "variant_qa success", "general_if",
+                                                  "faults success")]
     fig, ax = plt.subplots(figsize=(8, 3.6))
     width = 0.8 / max(len(columns), 1)
     for i, col in enumerate(columns):
-        values = [cell(results[r.key], col) or 0.0 for r in rows]
+        cells = [cell(results[r.key], col) for r in rows]
+        values = [c.value if c is not None else 0.0 for c in cells]
+        err = [[max(0.0, c.value - c.lo) if c is not None and c.lo is not None else 0.0 for c in cells],
+               [max(0.0, c.hi - c.value) if c is not None and c.hi is not None else 0.0 for c in cells]]
         xs = [j + i * width for j in range(len(rows))]
-        ax.bar(xs, values, width, label=col.title)
+        ax.bar(xs, values, width, label=col.title, yerr=err if col.interval else None, capsize=2)
     ax.set_xticks([j + width * (len(columns) - 1) / 2 for j in range(len(rows))],
                   [r.label for r in rows])
     ax.set_ylim(0, 1)
-    ax.set_ylabel("score (higher is better)")
-    ax.set_title("Scores by model")
+    ax.set_ylabel("rate (higher is better)")
+    ax.set_title("Success (95% interval) and pass rates by model")
     ax.legend(fontsize=8, ncols=len(columns), loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -45,11 +49,11 @@ def drop_plot(results: dict[str, dict[str, dict[str, Any]]], path: Path) -> Path
     plt = _pyplot()
     rows = [r for r in ROWS if r.key in results]
     drop = next(c for c in COLUMNS if c.metric == "drop")
-    values = [cell(results[r.key], drop) or 0.0 for r in rows]
+    values = [value(results[r.key], drop) or 0.0 for r in rows]
     fig, ax = plt.subplots(figsize=(6, 3.2))
     ax.bar([r.label for r in rows], values, color=["#c44" if v > 0 else "#4a4" for v in values])
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_ylabel("live_qa - variant_qa")
+    ax.set_ylabel("live_qa - variant_qa success")
     ax.set_title("Drop on held-out harness variants (lower is better)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -1,8 +1,10 @@
 """`runs/<id>/report.md` and a self-contained `report.html`: the ablation table, the published
 system's three claims checked against the numbers measured here, plots, and the stage log.
 
-The claims are stated as measured, whichever way they fall; with the quick profile's small
-evaluation sets the differences are often inside the noise, and the report says so.
+The headline per model is success with its 95% interval. Models are compared on the same
+cases with a paired test (hatkit.evals.paired), for each adjacent pair of models and for the
+claims, stated as measured whichever way they fall: with the quick profile's small
+evaluation sets most differences are "too close to call", and the report says so.
 """
 
 from __future__ import annotations
@@ -10,46 +12,93 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from ..evals.paired import BETTER, CLOSE, WORSE, Paired, align, compare, compare_values, drops
 from .config import PipelineConfig
 from .plots import drop_plot, lengths_plot, scores_plot
 from .stages import ROW_BY_KEY, RunDir, plan
-from .table import COLUMNS, cell, fmt_cell, markdown_table, read_results, table_rows
+from .table import COLUMNS, by_title, fmt_cell, markdown_table, read_results, table_rows, value
 
 _TEMPLATE = Path(__file__).with_name("report.html.j2")
 
 
-def _value(results: dict[str, dict[str, dict[str, Any]]], row: str, title: str) -> float | None:
-    column = next(c for c in COLUMNS if c.title == title)
-    return cell(results.get(row, {}), column)
+Results = dict[str, dict[str, dict[str, Any]]]
 
 
-def _n(results: dict[str, dict[str, dict[str, Any]]], row: str, suite: str) -> int:
+def _value(results: Results, row: str, title: str) -> float | None:
+    return value(results.get(row, {}), by_title(title))
+
+
+def _n(results: Results, row: str, suite: str) -> int:
     n = results.get(row, {}).get(suite, {}).get("n", 0)
     return int(n) if isinstance(n, int | float) else 0
 
 
-CLOSE = "too close to call"
+def _suite(results: Results, row: str, suite: str) -> dict[str, Any]:
+    return results.get(row, {}).get(suite, {})
+
+
+SUCCESS_NOTE = (
+    "Success is the share of episodes that succeed: no harness fallback, no wrong claim or failed "
+    "policy item, every fact asked for stated, escalation only when expected (and then with the "
+    "escalation tool); [lo, hi] is its 95% Wilson interval. The variant drop is live_qa - variant_qa "
+    "success (lower is better); general_if and faults recovered are pass rates; think lengths are mean "
+    "tokens per reasoning block (one per model call); latency is per agent-loop turn. The judge's mean "
+    "accuracy and effectiveness are in the suite files and the appendix.")
+PAIRED_NOTE = (
+    "Each model against the one before it, on the same cases: better or worse only when the exact "
+    "McNemar test on the cases one solved and the other did not gives p < 0.05 and the paired "
+    "bootstrap 95% interval of the difference in success excludes 0; otherwise too close to call.")
 LENGTH_CHANGE = 0.05
 """A relative change in think lengths below this counts as no change."""
+PAIRS = (("fixed_sft", "base"), ("hsa_sft", "fixed_sft"), ("opd", "hsa_sft"), ("hat", "opd"),
+         ("hat", "fixed_sft"))
+"""(model, against) for the paired verdicts: each training step against the one before it,
+and the full system against fixed-harness SFT."""
+QA_SUITES = ("live_qa", "variant_qa")
+_HOLDS = {BETTER: "yes", WORSE: "no", CLOSE: CLOSE}
+"""A paired verdict on a claim's expected direction, as the claim's answer."""
 
 
-def _verdict(diff: float, resolution: float) -> str:
-    """yes / no for a difference that should be positive, or too close to call when it is
-    smaller than what one evaluation item can move (1/n)."""
-    if abs(diff) < resolution - 1e-9:
-        return CLOSE
-    return "yes" if diff > 0 else "no"
+def _describe(p: Paired) -> str:
+    return (f"{p.other_rate:.2f} vs {p.base_rate:.2f} on {p.n} paired cases, difference {p.diff:+.2f} "
+            f"[{p.lo:+.2f}, {p.hi:+.2f}], {p.other_only} won / {p.base_only} lost, McNemar p={p.p:.3g}")
 
 
-def findings(results: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, str]]:
+def _pair(make: Callable[[], Paired]) -> tuple[Paired | None, str]:
+    """A paired comparison and its description, or None and why it could not be made."""
+    try:
+        p = make()
+    except ValueError as exc:
+        return None, f"not paired: {exc}"
+    return p, _describe(p)
+
+
+def paired_verdicts(results: Results) -> list[dict[str, str]]:
+    """Per QA suite, each adjacent pair of models compared on the same cases: better, worse, or
+    too close to call (exact McNemar p < 0.05 and a paired bootstrap CI excluding 0)."""
+    out = []
+    for suite in QA_SUITES:
+        for model, against in PAIRS:
+            base, other = _suite(results, against, suite), _suite(results, model, suite)
+            if not base or not other:
+                continue
+            p, measured = _pair(partial(compare, base, other))
+            out.append({"suite": suite, "pair": f"{ROW_BY_KEY[model].label} vs {ROW_BY_KEY[against].label}",
+                        "verdict": p.verdict if p is not None else "not compared", "measured": measured})
+    return out
+
+
+def findings(results: Results) -> list[dict[str, str]]:
     """The published system's claims, each with the figures measured in this run and a
-    verdict: yes, no, or too close to call when the difference is below one item's worth."""
+    verdict from a paired comparison on the same cases: yes, no, or too close to call."""
 
     def v(row: str, title: str) -> float | None:
         return _value(results, row, title)
@@ -57,35 +106,38 @@ def findings(results: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, st
     out = []
     fixed, hsa = v("fixed_sft", "variant drop"), v("hsa_sft", "variant drop")
     if fixed is not None and hsa is not None:
-        n = _n(results, "hsa_sft", "variant_qa")
+        p, note = _pair(lambda: compare_values(*align(
+            drops(_suite(results, "hsa_sft", "live_qa"), _suite(results, "hsa_sft", "variant_qa")),
+            drops(_suite(results, "fixed_sft", "live_qa"), _suite(results, "fixed_sft", "variant_qa")))))
         out.append({"claim": "HSA keeps the variant drop small where fixed-harness SFT loses more",
-                    "measured": f"drop HSA-SFT {hsa:+.3f} vs Fixed-SFT {fixed:+.3f}",
-                    "holds": _verdict(fixed - hsa, 1 / max(n, 1)),
-                    "n": f"{n} variant items per model"})
+                    "measured": f"success drop HSA-SFT {hsa:+.3f} vs Fixed-SFT {fixed:+.3f}; per-case drop, "
+                                f"Fixed-SFT vs HSA-SFT: {note}",
+                    "holds": _HOLDS[p.verdict] if p is not None else CLOSE,
+                    "n": f"{_n(results, 'hsa_sft', 'variant_qa')} variant items per model"})
     base, sft, opd = v("base", "general_if"), v("hsa_sft", "general_if"), v("opd", "general_if")
     if sft is not None and opd is not None:
-        n = _n(results, "opd", "general_if")
+        p, note = _pair(lambda: compare(_suite(results, "hsa_sft", "general_if"),
+                                        _suite(results, "opd", "general_if")))
         out.append({"claim": "OPD recovers general instruction following lost in SFT",
-                    "measured": f"general_if Base {fmt_cell(COLUMNS[3], base)}, HSA-SFT {sft:.3f}, "
-                                f"+OPD {opd:.3f}",
-                    "holds": _verdict(opd - sft, 1 / max(n, 1)),
-                    "n": f"{n} prompts per model"})
+                    "measured": f"general_if Base {fmt_cell(by_title('general_if'), base)}, "
+                                f"HSA-SFT {sft:.3f}, +OPD {opd:.3f}; +OPD vs HSA-SFT: {note}",
+                    "holds": _HOLDS[p.verdict] if p is not None else CLOSE,
+                    "n": f"{_n(results, 'opd', 'general_if')} prompts per model"})
     tt0, tt1 = v("opd", "think_tool tokens"), v("hat", "think_tool tokens")
     tr0, tr1 = v("opd", "think_reply tokens"), v("hat", "think_reply tokens")
-    acc0, acc1 = v("opd", "live_qa"), v("hat", "live_qa")
+    acc0, acc1 = v("opd", "live_qa success"), v("hat", "live_qa success")
     if None not in (tt0, tt1, tr0, tr1, acc0, acc1):
         assert tt0 is not None and tt1 is not None and tr0 is not None and tr1 is not None
-        assert acc0 is not None and acc1 is not None
-        n = _n(results, "hat", "live_qa")
+        p, note = _pair(lambda: compare(_suite(results, "opd", "live_qa"), _suite(results, "hat", "live_qa")))
         before, after = tt0 + tr0, tt1 + tr1
         change = (before - after) / before if before > 0 else 0.0
-        lost = acc0 - acc1 >= 1 / max(n, 1) - 1e-9
+        lost = p is not None and p.verdict == WORSE
         holds = "no" if lost or change <= -LENGTH_CHANGE else (
-            "yes" if change >= LENGTH_CHANGE and tt1 <= tt0 and tr1 <= tr0 else CLOSE)
+            "yes" if p is not None and change >= LENGTH_CHANGE and tt1 <= tt0 and tr1 <= tr0 else CLOSE)
         out.append({"claim": "RL shortens reasoning without losing accuracy",
                     "measured": f"think_tool {tt0:.1f} -> {tt1:.1f}, think_reply {tr0:.1f} -> "
-                                f"{tr1:.1f} tokens; live_qa {acc0:.3f} -> {acc1:.3f}",
-                    "holds": holds, "n": f"{n} live_qa items"})
+                                f"{tr1:.1f} tokens; live_qa success HAT vs +OPD: {note}",
+                    "holds": holds, "n": f"{_n(results, 'hat', 'live_qa')} live_qa items"})
     return out
 
 
@@ -118,15 +170,17 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
              "variant drop": drop_plot(results, plots_dir / "variant_drop.png"),
              "think lengths before/after RL": lengths_plot(results, plots_dir / "lengths.png")}
     claims = findings(results)
+    paired = paired_verdicts(results)
     log = _stage_log(run)
     created = datetime.now(UTC).isoformat(timespec="seconds")
     md = [f"# HAT pipeline report: {run.root.name}", "",
           f"Profile `{cfg.profile}`, base model `{cfg.base_model}`, seed {cfg.seed}; written {created}.",
           "", "## Ablation", "", markdown_table(results), "",
-          "Scores are in [0, 1]; the variant drop is live_qa - variant_qa (lower is better); "
-          "think lengths are mean tokens per reasoning block (one per model call); latency is per "
-          "agent-loop turn.", "",
-          "## The published system's claims, as measured here", ""]
+          SUCCESS_NOTE, "",
+          "## Paired comparisons", "", PAIRED_NOTE, "",
+          "| suite | comparison | verdict | measured |", "|---|---|---|---|"]
+    md += [f"| {r['suite']} | {r['pair']} | **{r['verdict']}** | {r['measured']} |" for r in paired]
+    md += ["", "## The published system's claims, as measured here", ""]
     for c in claims:
         md.append(f"- **{c['claim']}**: {c['measured']} -> holds here: **{c['holds']}** ({c['n']}).")
     md += ["", "Small evaluation sets make these differences noisy; the profile's sizes are in "
@@ -143,12 +197,13 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
         title=f"HAT pipeline report: {run.root.name}", cfg=cfg, created=created,
         columns=COLUMNS, rows=[(r.label, [fmt_cell(c, x) for c, x in zip(COLUMNS, vals, strict=True)])
                                for r, vals in table_rows(results)],
-        claims=claims, plots={name: _data_uri(p) for name, p in plots.items()}, log=log,
+        claims=claims, paired=paired, success_note=SUCCESS_NOTE, paired_note=PAIRED_NOTE,
+        plots={name: _data_uri(p) for name, p in plots.items()}, log=log,
         details=_details(results))
     _atomic_write(run.root / "report.html", html)
+    table = {ROW_BY_KEY[k].label: {s: r.get("metrics", {}) for s, r in v.items()} for k, v in results.items()}
     return {"report_md": str(run.root / "report.md"), "report_html": str(run.root / "report.html"),
-            "table": {ROW_BY_KEY[k].label: {s: r.get("metrics", {}) for s, r in v.items()}
-                      for k, v in results.items()}}
+            "table": table, "paired": paired}
 
 
 def _details(results: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
