@@ -48,6 +48,16 @@ def minimal_harness(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def full_render_harness(reference_harness: Path) -> Path:
+    """The shipped harness rendered the long way: every skill body and every argument doc in
+    the system prompt (the shipped harness renders an index and terse signatures)."""
+    spec = reference_harness / "harness.yaml"
+    spec.write_text(spec.read_text().replace("  skills: index\n  tools: terse\n",
+                                             "  skills: full\n  tools: full\n"))
+    return reference_harness
+
+
+@pytest.fixture
 def reference_harness(tmp_path: Path) -> Path:
     """A private copy of the shipped live_commerce harness."""
     from hatkit.harness import resolve_harness_path

@@ -45,7 +45,7 @@ def test_render_json_and_locale() -> None:
     result = runner.invoke(app, ["harness", "render", "live_commerce", "--json", "--locale", "zh"])
     assert result.exit_code == 0
     data = json.loads(result.output)
-    assert data["locale"] == "zh" and len(data["tools"]) == 9 and len(data["skills"]) == 6
+    assert data["locale"] == "zh" and len(data["tools"]) == 10 and len(data["skills"]) == 6  # + load_skill
     bad = runner.invoke(app, ["harness", "render", "live_commerce", "--locale", "fr"])
     assert bad.exit_code == 1 and "no locale 'fr'" in bad.output
 

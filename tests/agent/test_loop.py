@@ -265,7 +265,7 @@ def test_unknown_tool_lists_the_available_tools(lc: Harness) -> None:
     assert err["type"] == "unknown_tool"
     assert "get_weather" in err["message"]
     listed = err["message"].split("available: ", 1)[1].split(", ")
-    assert listed == list(lc.spec.enabled.tools)
+    assert listed == [t.name for t in lc.runtime_tools()]  # enabled tools + load_skill
     assert trace.tool_calls[0].arguments == {"city": "Paris"}
     assert trace.final_reply == "Sorry, I can't check that."
 
@@ -670,7 +670,7 @@ def test_native_tool_call_is_executed_with_its_id(lc: Harness) -> None:
     native = ScriptedModel.native_call("get_promotions", call_id="srv_7", product_id="EL-001")
     trace, model = run_lc(lc, [native, PROMO_REPLY], native_tools=True)
     names = [t["function"]["name"] for t in model.requests[0].tools]
-    assert names == list(lc.spec.enabled.tools)
+    assert names == [t.name for t in lc.runtime_tools()]
     assert model.requests[0].stop == ()
     assert "<tools>" not in model.requests[0].messages[0].content
     assistant, fed = model.requests[1].messages[-2:]

@@ -30,28 +30,43 @@ def test_reachable_by_name_and_by_repo_path() -> None:
     assert by_name.content_hash == by_path.content_hash
 
 
-def test_render_substitutes_rule_values_everywhere() -> None:
-    r = load_harness("live_commerce").render()
+def test_render_substitutes_rule_values_everywhere(full_render_harness: Path) -> None:
+    r = load_harness(full_render_harness).render()
     assert "$99 or more" in r.system_prompt           # system prompt
     assert "exceed 30% off" in r.system_prompt        # a skill body
     assert "{{" not in r.system_prompt and "{%" not in r.system_prompt
     assert [t["function"]["name"] for t in r.tools][:2] == ["search_products", "get_product_details"]
     assert '- check_stock(product_id: string, size?: string' in r.system_prompt  # for SmolLM2
-    assert r.harness_hash == load_harness("live_commerce").content_hash
+    assert r.harness_hash == load_harness(full_render_harness).content_hash
 
 
-def test_zh_locale_uses_translated_prompt_and_skills() -> None:
-    r = load_harness("live_commerce").render("zh")
+def test_shipped_render_is_short_keeps_rules_and_offers_no_tool_name_to_copy() -> None:
+    """A 135M model reads the shipped prompt: an index of skills, terse signatures, every rule
+    value, and a call format whose name slot is not a word the model could call."""
+    h = load_harness("live_commerce")
+    r = h.render()
+    for value in ("$99 or more", "$6.99", "$14.99", "30 days", "60 days", "15 days", "30%", "320"):
+        assert value in r.system_prompt
+    assert "- price_and_promotions: Use when" in r.system_prompt
+    assert "Only apply_coupon applies a code" not in r.system_prompt  # bodies load on demand
+    assert "Args:" not in r.system_prompt
+    assert '"name": ...' in r.system_prompt and "tool_name" not in r.system_prompt
+    assert "- load_skill(name: string)" in r.system_prompt
+    assert len(r.system_prompt) < 3600  # was about 6,900 characters (1,556 tokens)
+
+
+def test_zh_locale_uses_translated_prompt_and_skills(full_render_harness: Path) -> None:
+    r = load_harness(full_render_harness).render("zh")
     assert r.locale == "zh"
     assert "直播带货" in r.system_prompt
     assert "优惠券折扣不超过 30%" in r.system_prompt  # SKILL.zh.md of price_and_promotions
 
 
-def test_rule_change_reaches_prompt_and_skills(reference_harness: Path) -> None:
-    spec = reference_harness / "harness.yaml"
+def test_rule_change_reaches_prompt_and_skills(full_render_harness: Path) -> None:
+    spec = full_render_harness / "harness.yaml"
     spec.write_text(spec.read_text().replace("free_shipping_threshold: 99",
                                              "free_shipping_threshold: 59"))
-    r = load_harness(reference_harness).render()
+    r = load_harness(full_render_harness).render()
     assert "$59 or more" in r.system_prompt
     assert "Shipping is free from $59" in r.system_prompt
     assert "$99" not in r.system_prompt
@@ -148,7 +163,8 @@ def test_bad_python_file_is_reported_not_raised(minimal_harness: Path) -> None:
     assert str(info.value.first) == "tools/boom.py:2: importing failed: RuntimeError: kaboom"
 
 
-def test_tool_overrides_rename_everywhere(reference_harness: Path) -> None:
+def test_tool_overrides_rename_everywhere(full_render_harness: Path) -> None:
+    reference_harness = full_render_harness
     spec = reference_harness / "harness.yaml"
     text = spec.read_text().replace("get_promotions,", "deals_today,")
     text += ("tool_overrides:\n  get_promotions:\n    name: deals_today\n"

@@ -98,7 +98,7 @@ def test_health_and_tool_list(http: httpx.Client, lc: Harness) -> None:
     listed = http.get("/tools").json()
     assert listed["harness_hash"] == lc.content_hash
     assert [t["function"]["name"] for t in listed["tools"]] == [t.name for t in lc.runtime_tools()]
-    assert len(listed["tools"]) == 9 and listed["tools"][0] == lc.runtime_tools()[0].openai_schema()
+    assert len(listed["tools"]) == 10 and listed["tools"][0] == lc.runtime_tools()[0].openai_schema()
 
 
 def test_a_session_runs_tools_like_in_process(http: httpx.Client, lc: Harness) -> None:

@@ -123,7 +123,8 @@ class Harness:
         prompt_tools = [
             {"name": t.name, "description": t.description,
              "json": json.dumps(t.openai_schema()["function"], ensure_ascii=False),
-             "signature": compact_signature(t.openai_schema()["function"])}
+             "signature": compact_signature(t.openai_schema()["function"],
+                                             terse=self.spec.render.tools == "terse")}
             for t in runtime
         ] if in_prompt else []
         system = tpl.render(env, self.templates[system_template(loc, self.spec.locale)],

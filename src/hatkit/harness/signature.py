@@ -21,8 +21,9 @@ def _type(schema: dict[str, Any]) -> str:
     return str(schema.get("type", "any"))
 
 
-def compact_signature(function: dict[str, Any]) -> str:
-    """`name(arg: type, opt?: type = default) - description Args: ...` on one line."""
+def compact_signature(function: dict[str, Any], terse: bool = False) -> str:
+    """`name(arg: type, opt?: type = default) - description Args: ...` on one line; `terse`
+    leaves out the per-argument docs (about half the tokens of the tool list)."""
     params = function.get("parameters", {})
     required = set(params.get("required", []))
     args, docs = [], []
@@ -33,5 +34,5 @@ def compact_signature(function: dict[str, Any]) -> str:
         args.append(f"{name}{opt}: {_type(schema)}{default}")
         if schema.get("description"):
             docs.append(f"{name}: {schema['description'].rstrip('.')}")
-    doc = f" Args: {'; '.join(docs)}." if docs else ""
+    doc = f" Args: {'; '.join(docs)}." if docs and not terse else ""
     return f"{function['name']}({', '.join(args)}) - {function.get('description', '')}{doc}"

@@ -80,6 +80,12 @@ class RenderSettings(_Strict):
         description="'full' puts each skill's body in the system prompt; 'index' only its "
         "name and description (for models that load skills on demand).",
     )
+    tools: Literal["full", "terse"] = Field(
+        default="full",
+        description="'full' lists each tool with its description and every argument's doc; "
+        "'terse' only `name(arg: type, opt?: type) - description`, for small models whose "
+        "prompt must stay short (the JSON schema is unchanged either way).",
+    )
     tools_in_prompt: bool = Field(
         default=True,
         description="Describe tool schemas in the system prompt (for chat templates without a "
