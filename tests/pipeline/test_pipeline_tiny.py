@@ -26,7 +26,7 @@ def _config(base: Path) -> Any:
         "base_model": str(base),
         "data": {"train_episodes": 3, "dev_episodes": 1, "n_variants": 2},
         "train": {
-            "sft": {**NO_LOG, "max_steps": 1, "max_length": 16384},
+            "sft": {**NO_LOG, "max_steps": 1},  # max_length: sized from the data
             "opd": {**NO_LOG, "max_steps": 1, "per_device_train_batch_size": 2,
                     "max_completion_length": 6, "prompt_sources": ["mtbench"], "max_prompts": 2},
             "rl": {**NO_LOG, "max_steps": 1, "num_generations": 2, "per_device_train_batch_size": 2,
@@ -47,6 +47,14 @@ def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path) -> None:
     for row in ("fixed_sft", "hsa_sft", "opd", "hat"):
         meta = json.loads((run.checkpoints / row / "final" / "hatkit_checkpoint.json").read_text())
         assert meta["stage"] == {"fixed_sft": "sft", "hsa_sft": "sft", "opd": "opd", "hat": "rl"}[row]
+    # SFT's max_length was fitted to the rows: the plan in the stage record cut nothing.
+    for row in ("fixed_sft", "hsa_sft"):
+        record = json.loads((run.stages / f"train-{row}.json").read_text())
+        lengths = record["outputs"]["length_plan"]
+        assert lengths["max_length"] >= lengths["max_tokens"] > 0
+        assert lengths["rows_cut"] == lengths["trained_tokens_cut"] == lengths["rows_dropped"] == 0
+    hat = json.loads((run.stages / "train-hat.json").read_text())["outputs"]["length_plan"]
+    assert hat["stage"] == "rl" and hat["rows"] == 2
     # Lineage: +OPD starts from HSA-SFT, HAT from +OPD.
     opd_meta = json.loads((run.checkpoints / "opd" / "final" / "hatkit_checkpoint.json").read_text())
     assert "hsa_sft" in json.dumps(opd_meta)

@@ -19,7 +19,8 @@ def test_layers_defaults_profile_file_overrides(tmp_path: Path) -> None:
     config = load_config("sft", file, "quick", {"max_steps": "9"})
     assert config.learning_rate == 1e-4  # YAML's "1e-4" string coerced to the field's float
     assert config.max_steps == 9 and config.mode == "fixed"
-    assert config.max_length == 1792 and config.bf16 is False  # from the quick profile
+    assert config.max_length == 3072 and config.bf16 is False  # from the quick profile
+    assert config.allow_truncation is False
     assert config.activation_checkpointing is False
     import torch
 
@@ -78,11 +79,16 @@ def test_tiny_sft_run_through_the_cli(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["train", "sft", "--config", str(file), "--set", "max_steps=2"])
     assert result.exit_code == 0, result.output
     assert "checkpoint:" in result.output and "train_loss" in result.output
+    assert "SFT length plan hsa/train, max_length 256" in result.output  # printed before training
     meta = read_meta(tmp_path / "sft" / "final")
     assert meta is not None and meta["steps"] == 2
     assert list((tmp_path / "sft" / "runs").rglob("events.out.tfevents.*"))  # TensorBoard files
     bad = CliRunner().invoke(app, ["train", "sft", "--config", str(file), "--set", "modee=x"])
     assert bad.exit_code == 1 and "did you mean 'mode'" in bad.output
+    short = CliRunner().invoke(app, ["train", "sft", "--config", str(file), "--set", "max_length=128",
+                                     "--set", f"output_dir={tmp_path / 'short'}"])
+    assert short.exit_code == 1 and "SFT length plan" in short.output
+    assert "would cut" in short.output and "allow_truncation=true" in short.output
 
 
 def test_resolve_model_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -54,6 +54,26 @@ def test_rows_carry_chat_and_token_views(built: tuple[Path, dict]) -> None:  # t
     assert tools and tools[0]["type"] == "function"
 
 
+def test_rows_and_manifest_record_lengths_and_nothing_is_dropped(built: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    from datasets import Dataset
+
+    out, manifest = built
+    for mode in ("fixed", "hsa"):
+        ds = Dataset.from_parquet(str(out / mode / "train.parquet"))
+        assert len(ds) == 30  # every episode is a row: none dropped to meet a length limit
+        for row in ds:
+            mask = row["loss_mask"]
+            trained = [i for i, m in enumerate(mask) if m]
+            assert row["first_trained"] == trained[0] and row["last_trained"] == trained[-1] + 1
+        entry = manifest["modes"][mode]["train"]
+        assert entry["max_tokens"] == max(ds["n_tokens"])
+        assert entry["max_last_trained"] == max(ds["last_trained"])
+        by_category = entry["lengths_by_category"]
+        assert sum(c["rows"] for c in by_category.values()) == 30
+        assert {c: v["rows"] for c, v in by_category.items()} == entry["categories"]
+        assert max(v["max_tokens"] for v in by_category.values()) == entry["max_tokens"]
+
+
 def test_fixed_and_hsa_rows_see_different_tool_names(built: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
     from datasets import Dataset
 

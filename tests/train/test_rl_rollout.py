@@ -63,6 +63,20 @@ def test_completion_cap_cuts_ids_and_mask(minimal_harness: Path) -> None:
     assert len(c) == len(m) == len(lp) == 10 and p == trace.training_view().input_ids[:len(p)]
 
 
+def test_completion_cap_cuts_are_counted_not_silent(minimal_harness: Path) -> None:
+    import dataclasses
+
+    ro = rollouts_for(load_harness(minimal_harness), LowercaseScore(), n=1)
+    specs = list(ro.episodes.values())
+    traces = ro.run(specs, ToolThenReply(), step=0)
+    assert ro.to_samples(traces, specs)["hat_metrics"][0]["trained_tokens_cut"] == 0.0
+    ro.sampling = dataclasses.replace(ro.sampling, max_completion_tokens=10)
+    samples = ro.to_samples(traces, specs)
+    trained = sum(traces[0].training_view().loss_mask)
+    cut = samples["hat_metrics"][0]["trained_tokens_cut"]
+    assert cut == trained - sum(samples["env_mask"][0]) and cut > 0
+
+
 def test_reward_judge_scores_real_traces(lc: Harness) -> None:
     scorer = JudgeScorer(accuracy_weight=0.3, effectiveness_weight=0.7)
     assert scorer.judge.role == "reward"

@@ -55,7 +55,8 @@ def test_trained_labels_equal_the_training_view_mask(setup: tuple[Path, Path], t
         assert (batch["labels"][i][len(ids):] == -100).all()  # padding never trained
         n_masked += sum(mask)
     assert n_masked > 0
-    # truncation at 110 cut the end of the longer rows; the rest is not shifted
+    # truncation at 110 (build_trainer does not refuse; train() would) cut the end of the
+    # longer rows; the rest is not shifted
     assert any(len(r["input_ids"]) > 110 for r in rows)
 
 
@@ -131,7 +132,7 @@ def test_sigkill_mid_run_then_rerun_resumes(setup: tuple[Path, Path], tmp_path: 
 
     base, data = setup
     out = tmp_path / "sft"
-    sets = [f"model={base}", f"dataset_dir={data}", f"output_dir={out}", "max_length=128",
+    sets = [f"model={base}", f"dataset_dir={data}", f"output_dir={out}", "max_length=256",
             "save_steps=5", "save_total_limit=2", "report_to=[]", "learning_rate=1e-4"]
     hatkit = [sys.executable, "-c", "from hatkit.cli import main; main()", "train", "sft"]
     args = [a for s in [*sets, "max_steps=100000"] for a in ("--set", s)]

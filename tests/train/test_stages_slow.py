@@ -35,7 +35,8 @@ def test_default_model_sft_then_opd(tmp_path: Path) -> None:
     meta = read_meta(final)
     assert meta is not None and meta["base_model"] == "local" and len(meta["harness_hashes"]) == 2
     assert len(meta["metrics"]["loss_history"]) == 2
-    print(f"default model: 2 SFT steps at max_length 1792 in {sft_s:.1f} s "
+    assert meta["length_plan"]["trained_tokens_cut"] == 0  # the quick bound fits real rows
+    print(f"default model: 2 SFT steps at max_length {meta['length_plan']['max_length']} in {sft_s:.1f} s "
           f"({meta['metrics']['num_tokens'] / meta['metrics']['train_runtime']:.1f} tokens/s)")
     started = time.perf_counter()
     opd_final = opd.train(load_config("opd", overrides={

@@ -29,6 +29,22 @@ def _quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning)
 
 
+def _sft_plans(run: Any, cfg: Any, stages: list[Any], tables: bool = False) -> None:
+    """The SFT stages' length plans (what max_length cuts), or a note while no data exists."""
+    from ..pipeline.stages import sft_length_plan
+
+    for stage in stages:
+        if stage.kind != "train" or stage.row is None or stage.row.stage != "sft":
+            continue
+        plan = sft_length_plan(stage, run, cfg)
+        if plan is None:
+            _say(f"[dim]{stage.label}: length plan once the data is built[/]")
+        elif tables:
+            console.print(plan.table())
+        else:
+            _say(f"{stage.label}: {plan.summary()}")
+
+
 def _estimate_table(stages: list[Any], estimates: list[Any], done: set[str]) -> Table:
     table = Table("stage", "estimate", "basis", title="Plan (estimates from measured CPU speeds)")
     total = 0.0
@@ -61,6 +77,7 @@ def run_cmd(
     evaluation suite on every model, then runs/<id>/report.md and report.html."""
     from ..models.default_model import DefaultModelError
     from ..pipeline import PipelineConfigError, RunMismatchError, load_pipeline_config, prepare, run_pipeline
+    from ..train.length_plan import TruncationRefused
 
     _quiet_libraries()
     overrides = {"base_model": base_model} if base_model else None
@@ -77,6 +94,7 @@ def run_cmd(
         raise _fail(str(exc)) from None
     done = {s.name for s in stages if s.kind != "report" and run.done(s) is not None}
     console.print(_estimate_table(stages, estimates, done))
+    _sft_plans(run, cfg, [s for s in stages if s.name not in done])
     if plan_only:
         return
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -88,6 +106,7 @@ def run_cmd(
             _say(f"[dim]skip[/] {stage.label} (finished earlier)")
             return None
         _say(f"[b]{stage.label}[/] ...")
+        _sft_plans(run, cfg, [stage], tables=True)
         task = bar.add_task(stage.label, total=None)
 
         def update(done_n: int, total: int) -> None:
@@ -109,7 +128,7 @@ def run_cmd(
     try:
         with bar:
             run_pipeline(cfg, root, on_start=on_start, on_end=on_end)
-    except (DefaultModelError, RunMismatchError) as exc:
+    except (DefaultModelError, RunMismatchError, TruncationRefused) as exc:
         raise _fail(str(exc)) from None
     _say(f"pipeline finished in {(time.time() - started) / 60:.1f} min")
     _say(f"report: {root / 'report.md'} and {root / 'report.html'}")

@@ -38,7 +38,8 @@ ResumeOpt = Annotated[bool, typer.Option(
 
 def run_stage(stage: str, config_file: Path | None, profile: str, sets: list[str] | None,
               resume: bool) -> Path:
-    """Load the config, train with a rich progress bar, print the final metrics."""
+    """Load the config, train with a rich progress bar, print the length plan (what the
+    length limits cut; SFT refuses a plan that cuts trained tokens) and the final metrics."""
     from ..models.default_model import DefaultModelError
     from ..train.checkpoint import finished_checkpoint, read_meta
     from ..train.config import ConfigError, load_config, parse_overrides
@@ -59,7 +60,8 @@ def run_stage(stage: str, config_file: Path | None, profile: str, sets: list[str
     bar, update = _progress_bar(f"training {stage}")
     try:
         with bar:
-            final: Path = module.train(config, resume=resume, progress=update)
+            final: Path = module.train(config, resume=resume, progress=update,
+                                       on_plan=lambda plan: console.print(plan.table()))
     except (FileNotFoundError, ValueError, DefaultModelError) as exc:
         raise _fail(str(exc)) from None
     meta = read_meta(final) or {}

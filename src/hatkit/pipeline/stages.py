@@ -4,6 +4,10 @@ data -> evaluate Base -> Fixed-harness SFT -> HSA-SFT -> + General OPD -> + HSA-
 every suite on every model, then the report. A stage that finished wrote
 `stages/<name>.json`; a rerun skips it and reuses its outputs, so a killed run loses at most
 the stage it was in (and the training stages resume from their own last checkpoint).
+
+SFT's `max_length` is sized from the built rows unless the pipeline config sets one, so no
+trained token is cut; the length plan of every training stage goes into its record
+(`outputs.length_plan`) for the report to quote.
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import PipelineConfig
+
+if TYPE_CHECKING:
+    from ..train.length_plan import LengthPlan
 
 Progress = Callable[[int, int], None]
 
@@ -59,7 +66,7 @@ class Stage:
 
 def plan() -> list[Stage]:
     """Stages in run order: each model is evaluated as soon as it exists."""
-    stages = [Stage("data", "data")]
+    stages = [DATA]
     for row in ROWS:
         if row.stage is not None:
             stages.append(Stage(f"train-{row.key}", "train", row))
@@ -104,12 +111,16 @@ class RunDir:
         return str(record["outputs"]["checkpoint"])
 
 
-def _train(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
+DATA = Stage("data", "data")
+
+
+def train_config(stage: Stage, run: RunDir, cfg: PipelineConfig) -> Any:
+    """A training stage's config: its profile, the pipeline's overrides, this run's folders;
+    SFT's max_length fitted to the longest row unless the pipeline config names one."""
     from ..train.config import load_config
 
     row = stage.row
     assert row is not None and row.stage is not None and row.parent is not None
-    module = importlib.import_module(f"hatkit.train.{row.stage}")
     overrides: dict[str, Any] = {
         **cfg.train.get(row.stage, {}),  # type: ignore[call-overload]
         "model": run.model_path(ROW_BY_KEY[row.parent], cfg.base_model),
@@ -120,8 +131,32 @@ def _train(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | 
     if row.stage == "opd":
         overrides["teacher"] = cfg.base_model
     config = load_config(row.stage, None, cfg.profile, overrides)
-    checkpoint = module.train(config, resume=True, progress=progress)
-    return {"checkpoint": str(checkpoint)}
+    if row.stage == "sft" and "max_length" not in cfg.train.get("sft", {}):
+        from ..train.sft import fit_max_length, read_rows
+
+        config.max_length = fit_max_length(read_rows(config))
+    return config
+
+
+def sft_length_plan(stage: Stage, run: RunDir, cfg: PipelineConfig) -> LengthPlan | None:
+    """What an SFT stage's max_length cuts, once the data is built (None otherwise)."""
+    if stage.row is None or stage.row.stage != "sft" or run.done(DATA) is None:
+        return None
+    from ..train.sft import length_plan
+
+    return length_plan(train_config(stage, run, cfg))
+
+
+def _train(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
+    assert stage.row is not None
+    module = importlib.import_module(f"hatkit.train.{stage.row.stage}")
+    plans: list[Any] = []
+    checkpoint = module.train(train_config(stage, run, cfg), resume=True, progress=progress,
+                              on_plan=plans.append)
+    outputs: dict[str, Any] = {"checkpoint": str(checkpoint)}
+    if plans:
+        outputs["length_plan"] = plans[-1].record()
+    return outputs
 
 
 def _data(run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:

@@ -4,6 +4,11 @@ Built twice over the same questions: on the fixed default harness (the baseline 
 published comparison uses) and across the training family of harness variants (HSA). Token
 ids, loss masks and segment ids come from the traces as generated, never from re-rendering
 the chat. A manifest records hashes, seeds, counts, and proves the splits are disjoint.
+
+Rows are never dropped or cut here to meet a length limit: each records `n_tokens`,
+`first_trained` and `last_trained`, and the manifest the longest per split and category, so
+that training can size its limit from the data or say what a given limit would cut
+(hatkit.train.length_plan).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from ..sim.faults import FaultConfig
 from ..sim.oracle import OraclePolicy
 from ..sim.questions import Question, generate_questions
 from ..sim.runner import SimConfig, run_sim
+from .length_plan import trained_span
 
 MODES = ("fixed", "hsa")
 
@@ -62,6 +68,7 @@ def trace_messages(trace: Trace) -> list[dict[str, Any]]:
 def trace_row(trace: Trace, tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
     view = trace.training_view()
     meta = trace.meta
+    first, last = trained_span(view.loss_mask)
     return {
         "episode_key": meta.get("episode_key", trace.episode_id),
         "question_id": meta.get("question_id", ""), "category": meta.get("category", ""),
@@ -74,6 +81,7 @@ def trace_row(trace: Trace, tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "faults": [e.data.get("fault", "") for e in trace.events if e.kind == "fault_injected"],
         "input_ids": view.input_ids, "loss_mask": view.loss_mask, "segment_ids": view.segment_ids,
         "n_tokens": len(view.input_ids), "n_trained": sum(view.loss_mask),
+        "first_trained": first, "last_trained": last,
     }
 
 
@@ -128,6 +136,7 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
                 "with_faults": sum(1 for r in rows if r["faults"]),
                 "tokens": sum(r["n_tokens"] for r in rows),
                 "trained_tokens": sum(r["n_trained"] for r in rows),
+                **length_summary(rows),
                 "question_ids": sorted({r["question_id"] for r in rows}),
             }
     manifest["same_questions_in_both_modes"] = all(
@@ -171,6 +180,20 @@ def _tools_by_hash(variants_dir: Path, settings: BuildSettings) -> dict[str, lis
         harnesses += [load_harness(p) for p in sorted(variants_dir.iterdir())
                       if (p / "harness.yaml").is_file()]
     return {h.content_hash: h.render().tools for h in harnesses}
+
+
+def length_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The longest row and the furthest trained token, overall and per category."""
+    def longest(rs: Sequence[dict[str, Any]]) -> dict[str, int]:
+        return {"max_tokens": max((r["n_tokens"] for r in rs), default=0),
+                "max_last_trained": max((r["last_trained"] for r in rs), default=0)}
+
+    by_category: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_category.setdefault(r["category"], []).append(r)
+    return {**longest(rows),
+            "lengths_by_category": {c: {"rows": len(rs), **longest(rs)}
+                                    for c, rs in sorted(by_category.items())}}
 
 
 def _count(items: Any) -> dict[str, int]:

@@ -13,6 +13,9 @@ exactly the reverse KL, and it computes that divergence chunk by chunk from hidd
 what a small loop would have to rebuild: accelerate/DeepSpeed/FSDP, vLLM generation for the
 full profile, checkpoint/resume, logging. The teacher is only run under `torch.no_grad()` in
 eval mode; we also freeze its parameters, and the tests check its weights bitwise.
+
+TRL never truncates these prompts; before training, `length_plan` counts the prompts that with
+`max_completion_length` would overrun the student's context, and `train` hands it to `on_plan`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from trl.trainer.distillation_config import DistillationConfig
 from ..models.cache import sha256_file
 from .checkpoint import final_dir, finished_checkpoint, last_checkpoint, read_meta, resolve_model, save_final
 from .general_prompts import GeneralPrompt, collect_prompts
+from .length_plan import PromptPlan
 from .runtime import (
     CPUDefaults,
     attach_progress,
@@ -113,6 +117,17 @@ def write_prompts(prompts: list[GeneralPrompt], path: Path) -> dict[str, Any]:
     return {"path": str(path.resolve()), "sha256": sha256_file(path)}
 
 
+def length_plan(config: HatOPDConfig, prompts: list[GeneralPrompt], tokenizer: Any,
+                context: int | None) -> PromptPlan:
+    """The prompts, rendered as TRL renders them, against `context` (per prompt source)."""
+    plan = PromptPlan("opd", config.max_completion_length, context)
+    for p in prompts:
+        ids = tokenizer.apply_chat_template(p.messages, add_generation_prompt=True, tokenize=True,
+                                            return_dict=True)["input_ids"]
+        plan.add(p.source, len(ids))
+    return plan
+
+
 def build_trainer(config: HatOPDConfig, student: Any, teacher: Any, tokenizer: Any,
                   prompts: list[GeneralPrompt], callbacks: list[Any] | None = None) -> Any:
     """TRL's DistillationTrainer over `prompts`, the teacher frozen (no grad, eval mode)."""
@@ -131,8 +146,10 @@ def build_trainer(config: HatOPDConfig, student: Any, teacher: Any, tokenizer: A
 
 def train(config: HatOPDConfig, *, resume: bool = True,
           progress: Callable[[int, int], None] | None = None,
-          callbacks: list[Any] | None = None) -> Path:
-    """Run stage 2 and return `output_dir/final` (see hatkit.train.checkpoint)."""
+          callbacks: list[Any] | None = None,
+          on_plan: Callable[[PromptPlan], None] | None = None) -> Path:
+    """Run stage 2 and return `output_dir/final` (see hatkit.train.checkpoint); the prompts'
+    length plan goes to `on_plan` before training."""
     out = Path(config.output_dir or "runs/opd")
     if resume and (done := finished_checkpoint(out)) is not None:
         return done
@@ -142,6 +159,10 @@ def train(config: HatOPDConfig, *, resume: bool = True,
     teacher, _ = load_causal_lm(teacher_path, bf16=bool(config.bf16), fp16=config.fp16,
                                 trainable=False)
     prompts = load_prompts(config)
+    plan = length_plan(config, prompts, tokenizer,
+                       getattr(student.config, "max_position_embeddings", None))
+    if on_plan is not None:
+        on_plan(plan)
     data = write_prompts(prompts, out / "prompts.jsonl")
     parent = read_meta(student_path) or {}
     data["harness_hashes"] = parent.get("harness_hashes", [])
@@ -161,7 +182,8 @@ def train(config: HatOPDConfig, *, resume: bool = True,
                    model_path=student_path, config=config, steps=trainer.state.global_step,
                    metrics=metrics, data=data, extra={"teacher": str(teacher_path),
                                                       "prompt_sources": sources,
-                                                      "resumed_from": start})
+                                                      "resumed_from": start,
+                                                      "length_plan": plan.record()})
 
     on_main_process(save)
     return final_dir(out)

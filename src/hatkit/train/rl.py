@@ -42,9 +42,17 @@ from trl.trainer.grpo_config import GRPOConfig
 
 from ..sim.faults import FAULT_KINDS
 from .checkpoint import finished_checkpoint, last_checkpoint, resolve_model, save_final
+from .length_plan import PromptPlan
 from .rewards import JudgeScorer, Scorer
 from .rl_rollout import Rollouts, Sampling
-from .rl_setup import fault_config, plan_episodes, reward_spec, training_harnesses, write_manifest
+from .rl_setup import (
+    fault_config,
+    length_plan,
+    plan_episodes,
+    reward_spec,
+    training_harnesses,
+    write_manifest,
+)
 from .runtime import ProgressCallback, load_causal_lm, prepare_output_dir, summarize
 
 
@@ -132,6 +140,8 @@ class HatRLConfig(GRPOConfig):
 
 
 CONFIG_CLASS = HatRLConfig
+CUT_KEY = "hat/trained_tokens_cut"
+"""Logged per step: mean generated tokens per rollout that max_completion_length cut off."""
 
 PROFILES: dict[str, dict[str, Any]] = {
     # One step = 2 episodes of ~1,700 tokens (the harness prompt is ~1,560): rollout ~25 s,
@@ -193,9 +203,11 @@ def build_trainer(config: HatRLConfig, model: Any, tokenizer: Any, *, scorer: Sc
 
 def train(config: HatRLConfig, *, resume: bool = True,
           progress: Callable[[int, int], None] | None = None,
-          scorer: Scorer | None = None, callbacks: list[Any] | None = None) -> Path:
+          scorer: Scorer | None = None, callbacks: list[Any] | None = None,
+          on_plan: Callable[[PromptPlan], None] | None = None) -> Path:
     """Run stage 3 and return `output_dir/final` (see hatkit.train.checkpoint). `scorer`
-    replaces the reward judge (tests use a toy one); `callbacks` go to the trainer.
+    replaces the reward judge (tests use a toy one); `callbacks` go to the trainer; the
+    episodes' length plan goes to `on_plan` before training (main process).
 
     Under `accelerate launch`/`torchrun` every process trains; only the main one cleans the
     output folder, makes the variants, writes the manifest and saves `final/`."""
@@ -214,8 +226,12 @@ def train(config: HatRLConfig, *, resume: bool = True,
     with dist.main_process_first():  # the main process makes the variant folders
         trainer, rollouts = build_trainer(config, model, tokenizer, scorer=scorer, callbacks=cbs)
     judge_hash = str(getattr(rollouts.scorer, "judge_hash", ""))
+    plan = None
     if dist.is_main_process:
         write_manifest(out, config, rollouts, judge_hash)
+        plan = length_plan(config, rollouts, getattr(model.config, "max_position_embeddings", None))
+        if on_plan is not None:
+            on_plan(plan)
     start = last_checkpoint(out) if resume else None
     result = trainer.train(resume_from_checkpoint=start)
     if trainer.control.should_training_stop and trainer.state.global_step < trainer.state.max_steps:
@@ -227,6 +243,8 @@ def train(config: HatRLConfig, *, resume: bool = True,
             vals = [float(h[key]) for h in trainer.state.log_history if key in h]
             if vals:
                 metrics[f"first_{key}"], metrics[f"last_{key}"] = vals[0], vals[-1]
+        cuts = [float(h[CUT_KEY]) for h in trainer.state.log_history if CUT_KEY in h]
+        metrics[f"max_{CUT_KEY}"] = max(cuts, default=0.0)
         manifest = out / "rl_manifest.json"
         data = {"path": str(manifest.resolve()), "sha256": sha256_file(manifest),
                 "harness_hashes": sorted({h.content_hash for h in rollouts.harnesses})}
@@ -234,6 +252,7 @@ def train(config: HatRLConfig, *, resume: bool = True,
                            model_path=model_path, config=config, steps=trainer.state.global_step,
                            metrics=metrics, data=data,
                            extra={"judge_hash": judge_hash, "resumed_from": start,
+                                  "length_plan": plan.record() if plan else None,
                                   "variants": [h.name for h in rollouts.harnesses]})
     dist.wait_for_everyone()
     return final

@@ -12,7 +12,8 @@ with fault injection, sampling from the live policy, and returns per rollout:
   tokens the model generated; tool output, user, system, markup and runtime text are 0): TRL
   multiplies it into the completion mask, so those tokens get zero loss weight;
 - `logprobs`: the sampling log-probs of generated tokens (None elsewhere);
-- the reward fields of `RewardSpec` and `hat_metrics` for the logs.
+- the reward fields of `RewardSpec` and `hat_metrics` for the logs, among them
+  `trained_tokens_cut`: generated tokens `max_completion_length` cut off (never silently).
 
 Ids come from the trace as generated; nothing is re-tokenised. The policy is wrapped fresh in
 a `LocalModel` for every rollout phase, so its prefix KV cache never outlives an optimizer
@@ -190,7 +191,8 @@ class Rollouts:
             out["completion_ids"].append(c)
             out["env_mask"].append(m)
             out["logprobs"].append([math.nan if x is None else x for x in lp])
-            out["hat_metrics"].append(_metrics(trace, scores))
+            cut = sum(trace.training_view().loss_mask) - sum(m)
+            out["hat_metrics"].append({**_metrics(trace, scores), "trained_tokens_cut": float(cut)})
         return out
 
 

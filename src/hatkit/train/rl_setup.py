@@ -1,14 +1,18 @@
 """HSA-RL set-up: the training-family harness variants, the episode plan, faults, the reward
-spec and the episode manifest that stands in for the stage's dataset in its checkpoint."""
+spec, the episodes' length plan and the episode manifest that stands in for the stage's
+dataset in its checkpoint."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..harness import Harness, load_harness, resolve_harness_path
+from ..models.base import ModelOutput, ModelRequest, TokenFormat
+from .length_plan import PromptPlan
 from .rewards import LengthPenalty, RewardSpec
 from .rl_rollout import EpisodeSpec, Rollouts
 
@@ -61,6 +65,45 @@ def fault_config(config: HatRLConfig) -> Any:
 def reward_spec(config: HatRLConfig) -> RewardSpec:
     return RewardSpec(LengthPenalty("think_tool", config.think_tool_coef, config.think_tool_target),
                       LengthPenalty("think_reply", config.think_reply_coef, config.think_reply_target))
+
+
+class _RenderOnly:
+    """A ChatModel that only renders: the agent's first request of an episode is the rollout's
+    prompt (system + first viewer message + generation prompt), exactly as fed."""
+
+    model_id = "length-plan"
+
+    def __init__(self, fmt: Any) -> None:
+        self.fmt = fmt
+        self.native_tools = bool(fmt.native_tools)
+
+    def token_format(self) -> TokenFormat | None:
+        fmt: TokenFormat = self.fmt
+        return fmt
+
+    def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
+        raise RuntimeError("the length plan renders prompts only")
+
+
+def length_plan(config: HatRLConfig, rollouts: Rollouts, context: int | None) -> PromptPlan:
+    """Each episode's rollout prompt against `context`, and the most tokens the policy may
+    generate in it (viewer turns x model calls x new tokens) against max_completion_length."""
+    from ..agent import Agent
+    from ..models.chat_format import ChatTemplateFormat
+
+    template = str(getattr(rollouts.tokenizer, "chat_template", "") or "")
+    model = _RenderOnly(ChatTemplateFormat(rollouts.tokenizer, "tools" in template))  # as LocalModel
+    agents = [Agent(h, model) for h in rollouts.harnesses]
+    plan = PromptPlan("rl", config.max_completion_length, context)
+    for spec in rollouts.episodes.values():
+        agent = agents[spec.harness]
+        step = agent.episode().ask(spec.question.text)
+        prompt = next(step).prompt_ids or []
+        step.close()
+        limits = agent.harness.spec
+        calls = limits.limits.max_turns * min(config.max_new_tokens, limits.model.max_new_tokens)
+        plan.add(spec.question.category, len(prompt), len(spec.question.turns) * calls)
+    return plan
 
 
 def write_manifest(out: Path, config: HatRLConfig, rollouts: Rollouts, judge_hash: str) -> Path:

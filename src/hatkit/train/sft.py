@@ -4,17 +4,20 @@ The rows of `hatkit data build` already hold the token ids exactly as the episod
 generated them, and a per-token loss mask from the trace's training view (1 on model-generated
 think/tool-call/reply tokens; 0 on system, user and tool output). They go to SFTTrainer
 pre-tokenised, with the mask as its `assistant_masks` column: TRL then builds
-`labels = input_ids where mask else -100` and truncates to `max_length` (rows left with no
-trained token are dropped). Nothing is re-rendered or re-tokenised. `mode: hsa|fixed` picks
-the dataset, so the baseline trains on the same questions with the same command.
+`labels = input_ids where mask else -100`. Nothing is re-rendered or re-tokenised. `mode:
+hsa|fixed` picks the dataset, so the baseline trains on the same questions with the same command.
 
-The rendered live-commerce harness is about 1,560 tokens and the first trained token of a row
-sits at 1,513-1,876, so `max_length` must exceed ~1,600 or truncation leaves nothing to learn.
+TRL also truncates every row to `max_length` and drops rows left with no trained token, without
+a word. So `train` first computes the length plan (hatkit.train.length_plan), hands it to
+`on_plan` (the CLI prints it) and refuses to start when a trained token would be cut or a row
+dropped, unless `allow_truncation` is set. The rendered harness puts the first trained token
+of a row at about 750-950 tokens and rows run to about 2,250 (embedded tokenizer, quick data);
+`fit_max_length` sizes the limit from the rows instead (the pipeline does, when not told one).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,8 @@ from .checkpoint import (
     resolve_model,
     save_final,
 )
+from .length_plan import LengthPlan, plan_sft
+from .length_plan import TruncationRefused as TruncationRefused  # raised by train()
 from .runtime import (
     CPUDefaults,
     attach_progress,
@@ -61,6 +66,10 @@ class HatSFTConfig(CPUDefaults, SFTConfig):  # type: ignore[misc]  # CPUDefaults
     lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout."})
     lora_target_modules: list[str] | None = field(default=None, metadata={
         "help": "Modules to adapt (None = all linear layers)."})
+    allow_truncation: bool = field(default=False, metadata={
+        "help": "Train even when max_length cuts trained tokens or drops rows (TRL truncates "
+                "rows and drops those left without a trained token); by default SFT prints the "
+                "length plan and refuses."})
     output_dir: str | None = field(default="runs/sft", metadata={
         "help": "Where checkpoint-N folders and the final model (final/) are written."})
 
@@ -73,9 +82,10 @@ class HatSFTConfig(CPUDefaults, SFTConfig):  # type: ignore[misc]  # CPUDefaults
 CONFIG_CLASS = HatSFTConfig
 
 PROFILES: dict[str, dict[str, Any]] = {
-    # 12 steps x <=1,792 tokens at ~90 tokens/s (20-25 s a step on an idle 2-core CPU): 4-5
-    # minutes; the machine loaded by other jobs measured 80 s a step (21.7 tokens/s).
-    "quick": {"model": "local", "max_length": 1792, "per_device_train_batch_size": 1,
+    # 12 steps of one row (790-2,250 tokens, ~1,500 on average) at ~90-135 tokens/s on an
+    # idle 2-core CPU: 3-4 minutes. max_length is a bound for `hatkit train sft` that quick
+    # data fits (a longer row is refused, not cut); `hatkit run` sizes it from the data.
+    "quick": {"model": "local", "max_length": 3072, "per_device_train_batch_size": 1,
               "gradient_accumulation_steps": 1, "max_steps": 12, "learning_rate": 5e-5,
               "warmup_steps": 2, "logging_steps": 1, "save_steps": 4, "save_total_limit": 2,
               "bf16": False, "activation_checkpointing": False, "use_cpu": True,
@@ -100,9 +110,8 @@ def dataset_path(config: HatSFTConfig) -> Path:
                             f"{config.dataset_dir}`")
 
 
-def load_rows(config: HatSFTConfig) -> Any:
-    """The training rows as a datasets.Dataset with `input_ids` and `assistant_masks` (the
-    trace's loss mask), ready for SFTTrainer's pre-tokenised path."""
+def read_rows(config: HatSFTConfig) -> Any:
+    """The split's rows as written by `hatkit data build` (first `max_rows` of them)."""
     from datasets import Dataset
 
     path = dataset_path(config)
@@ -113,8 +122,36 @@ def load_rows(config: HatSFTConfig) -> Any:
         raise ValueError(f"{path}: rows lack {sorted(missing)}; rebuild with `hatkit data build`")
     if config.max_rows is not None:
         ds = ds.select(range(min(config.max_rows, len(ds))))
-    ds = ds.select_columns(["input_ids", "loss_mask"]).rename_column("loss_mask", "assistant_masks")
     return ds
+
+
+def load_rows(config: HatSFTConfig, raw: Any = None) -> Any:
+    """The training rows as a datasets.Dataset with `input_ids` and `assistant_masks` (the
+    trace's loss mask), ready for SFTTrainer's pre-tokenised path."""
+    ds = read_rows(config) if raw is None else raw
+    return ds.select_columns(["input_ids", "loss_mask"]).rename_column("loss_mask", "assistant_masks")
+
+
+def fit_max_length(rows: Iterable[Mapping[str, Any]], multiple: int = 64) -> int:
+    """The longest row's token count rounded up to `multiple`: a max_length that cuts nothing."""
+    names = getattr(rows, "column_names", None)
+    if names is not None:  # a datasets.Dataset: read only the lengths
+        column = "n_tokens" if "n_tokens" in names else "loss_mask"
+        rows = rows.select_columns([column])  # type: ignore[attr-defined]
+    longest = max((int(r["n_tokens"]) if r.get("n_tokens") is not None else len(r["loss_mask"])
+                   for r in rows), default=0)
+    return max(multiple, -(-longest // multiple) * multiple)
+
+
+def length_plan(config: HatSFTConfig, raw: Any = None) -> LengthPlan:
+    """What `config.max_length` would cut in the split (TRL's packing strategies that split
+    overflowing rows lose nothing, so they plan as no limit)."""
+    ds = read_rows(config) if raw is None else raw
+    ds = ds.select_columns([c for c in ("loss_mask", "category") if c in ds.column_names])
+    split_packing = bool(config.packing) and config.packing_strategy != "bfd"
+    limit = None if split_packing else config.max_length
+    return plan_sft(ds, limit, f"{config.mode}/{config.split}",
+                    keep_end=config.truncation_mode == "keep_end")
 
 
 def lora_config(config: HatSFTConfig) -> Any:
@@ -127,7 +164,8 @@ def lora_config(config: HatSFTConfig) -> Any:
 
 def build_trainer(config: HatSFTConfig, model: Any, tokenizer: Any, rows: Any,
                   callbacks: list[Any] | None = None) -> Any:
-    """The SFTTrainer for `rows` (also used by the throughput bench and the mask test)."""
+    """The SFTTrainer for `rows` (also used by the mask test). It does not check lengths:
+    `train` does, before it gets here."""
     from trl.trainer.sft_trainer import SFTTrainer
 
     return SFTTrainer(model=model, args=config, train_dataset=rows, processing_class=tokenizer,
@@ -137,16 +175,24 @@ def build_trainer(config: HatSFTConfig, model: Any, tokenizer: Any, rows: Any,
 
 def train(config: HatSFTConfig, *, resume: bool = True,
           progress: Callable[[int, int], None] | None = None,
-          callbacks: list[Any] | None = None) -> Path:
-    """Run stage 1 and return `output_dir/final` (see hatkit.train.checkpoint)."""
+          callbacks: list[Any] | None = None,
+          on_plan: Callable[[LengthPlan], None] | None = None) -> Path:
+    """Run stage 1 and return `output_dir/final` (see hatkit.train.checkpoint). The length
+    plan goes to `on_plan` first; TruncationRefused if it cuts training (see module)."""
     out = Path(config.output_dir or "runs/sft")
     if resume and (done := finished_checkpoint(out)) is not None:
         return done
+    raw = read_rows(config)
+    plan = length_plan(config, raw)
+    if on_plan is not None:
+        on_plan(plan)
+    if not config.allow_truncation:
+        plan.refuse_cuts()
     on_main_process(lambda: prepare_output_dir(out, resume))
     model_path = resolve_model(config.model)
     data = data_manifest(config.dataset_dir, config.mode, config.split)
     model, tokenizer = load_causal_lm(model_path, bf16=bool(config.bf16), fp16=config.fp16)
-    trainer = build_trainer(config, model, tokenizer, load_rows(config), callbacks)
+    trainer = build_trainer(config, model, tokenizer, load_rows(config, raw), callbacks)
     attach_progress(trainer, progress)
     start = last_checkpoint(out) if resume else None
     result = trainer.train(resume_from_checkpoint=start)
@@ -158,7 +204,8 @@ def train(config: HatSFTConfig, *, resume: bool = True,
     def save() -> None:
         save_final(trainer.model, tokenizer, out, stage="sft", model_spec=config.model,
                    model_path=model_path, config=config, steps=trainer.state.global_step,
-                   metrics=metrics, data=data, extra={"mode": config.mode, "resumed_from": start})
+                   metrics=metrics, data=data, extra={"mode": config.mode, "resumed_from": start,
+                                                      "length_plan": plan.record()})
 
     on_main_process(save)
     return final_dir(out)
