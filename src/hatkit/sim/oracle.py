@@ -30,15 +30,19 @@ _THINK = {
         "search_products": "The viewer means {q}; I search for it to get the product id.",
         "retry": "The {tool} call failed ({why}); I try once more.",
         "reply": "I have what I need from the tools; I answer briefly.",
+        "reply_after": "{prev} answered; I have what I need, so I reply now from the tool results.",
         "none": "No tool is needed here; I answer briefly and stay within the rules.",
         "default": "I need {tool} for this.",
+        "next": "{prev} answered; next I need {tool}.",
     },
     "zh": {
         "search_products": "观众说的是{q}，先搜索拿到商品编号。",
         "retry": "{tool} 调用失败（{why}），再试一次。",
         "reply": "工具结果已齐，简短回答。",
+        "reply_after": "{prev} 已返回结果，信息已齐，现在根据工具结果回答。",
         "none": "这里不需要工具，简短回答并遵守规则。",
         "default": "这里需要调用 {tool}。",
+        "next": "{prev} 已返回结果，下一步调用 {tool}。",
     },
 }
 _UNAVAILABLE = {
@@ -87,20 +91,29 @@ class OraclePolicy:
         question, turn = self.turns[messages[start].content]
         loc = question.locale if question.locale in _THINK else "en"
         done, failures, last_error = _progress(messages[start + 1:], turn.plan)
+        prev = self.visible.get(turn.plan[done - 1].tool, turn.plan[done - 1].tool) if done else None
         if done < len(turn.plan):
             step = turn.plan[done]
             if failures == 0:
-                return self._call(loc, step, question), True
+                return self._call(loc, step, question, prev=prev), True
             if failures < MAX_ATTEMPTS and last_error in RETRYABLE:
                 why = last_error.replace("_", " ")
                 return self._call(loc, step, question, retry=why), True
             return self._reply(loc, _UNAVAILABLE[loc], "reply"), False
+        if prev is not None:  # name the result just read, so the reply is tied to the context
+            return self._reply(loc, turn.reply, "reply_after", prev=prev), False
         return self._reply(loc, turn.reply, "reply" if turn.plan else "none"), False
 
-    def _call(self, loc: str, step: PlannedCall, q: Question, retry: str | None = None) -> str:
+    def _call(self, loc: str, step: PlannedCall, q: Question, retry: str | None = None,
+              prev: str | None = None) -> str:
+        """A call with one reasoning line; after a result it names that result's tool, so the
+        step taken next depends on what the context already holds (a model that cannot tell a
+        first call from a later one repeats its first call)."""
         name = self.visible.get(step.tool, step.tool)
         if retry is not None:
             why = _THINK[loc]["retry"].format(tool=name, why=retry)
+        elif prev is not None:
+            why = _THINK[loc]["next"].format(prev=prev, tool=name)
         elif step.tool == "search_products":
             why = _THINK[loc]["search_products"].format(q=step.arguments.get("query", ""))
         else:
@@ -109,8 +122,8 @@ class OraclePolicy:
         think = f"<think>{why}</think>\n" if self.think else ""
         return f"{think}<tool_call>\n{body}\n</tool_call>"
 
-    def _reply(self, loc: str, text: str, kind: str) -> str:
-        return f"<think>{_THINK[loc][kind]}</think>\n{text}" if self.think else text
+    def _reply(self, loc: str, text: str, kind: str, prev: str = "") -> str:
+        return f"<think>{_THINK[loc][kind].format(prev=prev)}</think>\n{text}" if self.think else text
 
     def _output(self, text: str, is_call: bool) -> ModelOutput:
         if self.format is None:
