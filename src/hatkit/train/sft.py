@@ -70,6 +70,13 @@ class HatSFTConfig(CPUDefaults, SFTConfig):  # type: ignore[misc]  # CPUDefaults
         "help": "Train even when max_length cuts trained tokens or drops rows (TRL truncates "
                 "rows and drops those left without a trained token); by default SFT prints the "
                 "length plan and refuses."})
+    share_prefix: bool = field(default=False, metadata={
+        "help": "Batch rows of one harness together and run their common prefix (the rendered "
+                "system prompt) once per batch instead of once per row: same loss and "
+                "gradients, ~1.5x less compute per row at batch 4 (hatkit.train.shared_prefix). "
+                "Not with packing, padding_free or activation checkpointing."})
+    share_prefix_min_tokens: int = field(default=128, metadata={
+        "help": "share_prefix: the shortest common prefix worth sharing (tokens)."})
     output_dir: str | None = field(default="runs/sft", metadata={
         "help": "Where checkpoint-N folders and the final model (final/) are written."})
 
@@ -77,6 +84,10 @@ class HatSFTConfig(CPUDefaults, SFTConfig):  # type: ignore[misc]  # CPUDefaults
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         super().__post_init__()  # type: ignore[no-untyped-call]
+        if self.share_prefix and (self.packing or self.padding_free
+                                  or self.activation_checkpointing or self.gradient_checkpointing):
+            raise ValueError("share_prefix does not work with packing, padding_free or "
+                             "activation checkpointing")
 
 
 CONFIG_CLASS = HatSFTConfig
@@ -89,7 +100,7 @@ PROFILES: dict[str, dict[str, Any]] = {
               "gradient_accumulation_steps": 1, "max_steps": 12, "learning_rate": 5e-5,
               "warmup_steps": 2, "logging_steps": 1, "save_steps": 4, "save_total_limit": 2,
               "bf16": False, "activation_checkpointing": False, "use_cpu": True,
-              "dataloader_num_workers": 0, "seed": 0},
+              "dataloader_num_workers": 0, "seed": 0, "share_prefix": True},
     "full": {"model": "Qwen/Qwen3-0.6B", "max_length": 4096, "per_device_train_batch_size": 4,
              "gradient_accumulation_steps": 4, "num_train_epochs": 2, "max_steps": -1,
              "learning_rate": 1e-5, "warmup_steps": 0.03, "lr_scheduler_type": "cosine",
@@ -127,9 +138,13 @@ def read_rows(config: HatSFTConfig) -> Any:
 
 def load_rows(config: HatSFTConfig, raw: Any = None) -> Any:
     """The training rows as a datasets.Dataset with `input_ids` and `assistant_masks` (the
-    trace's loss mask), ready for SFTTrainer's pre-tokenised path."""
+    trace's loss mask), ready for SFTTrainer's pre-tokenised path; with `share_prefix` also
+    `harness_hash` (it orders the batches; the Trainer drops it before collating)."""
     ds = read_rows(config) if raw is None else raw
-    return ds.select_columns(["input_ids", "loss_mask"]).rename_column("loss_mask", "assistant_masks")
+    keep = ["input_ids", "loss_mask"]
+    if config.share_prefix and "harness_hash" in ds.column_names:
+        keep.append("harness_hash")
+    return ds.select_columns(keep).rename_column("loss_mask", "assistant_masks")
 
 
 def fit_max_length(rows: Iterable[Mapping[str, Any]], multiple: int = 64) -> int:
@@ -168,9 +183,17 @@ def build_trainer(config: HatSFTConfig, model: Any, tokenizer: Any, rows: Any,
     `train` does, before it gets here."""
     from trl.trainer.sft_trainer import SFTTrainer
 
-    return SFTTrainer(model=model, args=config, train_dataset=rows, processing_class=tokenizer,
-                      peft_config=lora_config(config) if config.use_lora else None,
-                      callbacks=callbacks)
+    kwargs: dict[str, Any] = {}
+    trainer_class: Any = SFTTrainer
+    if config.share_prefix:  # TRL still prepares (labels, truncation) the rows: the plan holds
+        from .shared_prefix import SharedPrefixCollator, make_trainer_class
+
+        trainer_class = make_trainer_class()
+        kwargs["data_collator"] = SharedPrefixCollator(
+            tokenizer.pad_token_id, min_shared=config.share_prefix_min_tokens)
+    return trainer_class(model=model, args=config, train_dataset=rows, processing_class=tokenizer,
+                         peft_config=lora_config(config) if config.use_lora else None,
+                         callbacks=callbacks, **kwargs)
 
 
 def train(config: HatSFTConfig, *, resume: bool = True,
