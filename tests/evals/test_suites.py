@@ -211,10 +211,28 @@ def test_trap_patterns_catch_compliance_but_not_refusals(trap: str, violating: s
 
 def test_call_budget_and_token_cap_bound_a_looping_model(tmp_path: Path) -> None:
     model = scripted(lambda _r: _call("again"))
-    settings = EvalSettings(max_new_tokens=7, max_model_calls=2, batch_size=4)
+    settings = EvalSettings(max_new_tokens=7, max_model_calls=2, batch_size=4, max_repeated_calls=None)
     r = run_suite("live_qa", model, n=2, out_dir=tmp_path, settings=settings)
     traces = [json.loads(line) for line in Path(str(r.traces)).read_text().splitlines()]
     for t in traces:
         kinds = [e["kind"] for e in t["events"]]
         assert "eval_budget" in kinds and "fallback" in kinds and t["timings"]["model_calls"] == 3
     assert len(model.requests) == 4 and {q.max_new_tokens for q in model.requests} == {7}
+
+
+def test_a_repeated_identical_call_ends_the_turn_before_the_call_budget(tmp_path: Path) -> None:
+    """Looping on one call costs three calls, not the whole budget; a varied call does not trip."""
+    looping = scripted(lambda _r: _call("again"))
+    settings = EvalSettings(max_model_calls=5, batch_size=4, max_repeated_calls=3)
+    r = run_suite("live_qa", looping, n=2, out_dir=tmp_path / "loop", settings=settings)
+    for line in Path(str(r.traces)).read_text().splitlines():
+        t = json.loads(line)
+        budget = [e["data"] for e in t["events"] if e["kind"] == "eval_budget"]
+        assert budget and budget[0]["reason"] == "repeated_call" and budget[0]["times"] == 3
+        assert t["timings"]["model_calls"] == 3 and t["final_reply"]  # ended with the fallback
+    assert len(looping.requests) == 6
+    counter = iter(range(1000))
+    varied = scripted(lambda _r: ScriptedModel.call("search_products", query=f"mug {next(counter)}"))
+    r = run_suite("live_qa", varied, n=1, out_dir=tmp_path / "varied", settings=settings)
+    t = json.loads(Path(str(r.traces)).read_text().splitlines()[0])
+    assert [e["data"] for e in t["events"] if e["kind"] == "eval_budget"] == [{"max_model_calls": 5}]

@@ -12,6 +12,7 @@ import pytest
 from hatkit.evals.paired import CLOSE
 from hatkit.evals.success import rate_with_interval
 from hatkit.pipeline import PipelineConfigError, RunDir, RunMismatchError, load_pipeline_config, plan
+from hatkit.pipeline.config import PROFILES
 from hatkit.pipeline.report import findings, write_report
 from hatkit.pipeline.run import prepare
 from hatkit.pipeline.table import COLUMNS, read_results
@@ -70,7 +71,9 @@ def test_config_profiles_file_and_errors(tmp_path: Path) -> None:
     cfg = tmp_path / "p.yaml"
     cfg.write_text("seed: 3\ndata:\n  train_episodes: 5\ntrain:\n  sft:\n    max_steps: 2\n")
     loaded = load_pipeline_config("quick", cfg)
-    assert (loaded.seed, loaded.data.train_episodes, loaded.train["sft"]) == (3, 5, {"max_steps": 2})
+    quick_sft = PROFILES["quick"]["train"]["sft"]
+    assert (loaded.seed, loaded.data.train_episodes) == (3, 5)
+    assert loaded.train["sft"] == {**quick_sft, "max_steps": 2}
     assert loaded.data.n_variants == quick.data.n_variants  # untouched fields keep the profile
     cfg.write_text("sed: 3\n")
     with pytest.raises(PipelineConfigError, match=r"p.yaml: sed: .*did you mean 'seed'"):
@@ -184,6 +187,35 @@ def test_estimates_cover_every_stage_and_rescale_by_finished_ones() -> None:
     est = estimate(plan(), cfg)
     assert [e.stage for e in est] == [s.name for s in plan()] and all(e.seconds > 0 for e in est)
     sft = next(e for e in est if e.stage == "train-hsa_sft")
-    assert "36 steps" in sft.basis  # the pipeline's own override of the stage profile
+    steps = PROFILES["quick"]["train"]["sft"]["max_steps"]
+    assert f"{steps} steps" in sft.basis  # the pipeline's own override of the stage profile
     assert rescale(est, {}) == 1.0
     assert rescale(est, {"data": 2 * est[0].seconds}) == 2.0
+
+
+def test_report_states_row_lengths_and_what_the_limits_cut(tmp_path: Path) -> None:
+    """The figures the run trained with (prompt and row tokens, the SFT length plan) are quoted
+    from the manifest and the stage records, in both report files."""
+    run = RunDir(tmp_path / "run")
+    _write_results(run)
+    run.data.mkdir(parents=True)
+    (run.data / "manifest.json").write_text(json.dumps({
+        "system_prompt_tokens": 780,
+        "modes": {"hsa": {"train": {"rows": 4, "tokens": 6000, "trained_tokens": 880, "max_tokens": 1700}}}}))
+    stage = next(s for s in plan() if s.name == "train-hsa_sft")
+    run.mark_done(stage, {"stage": stage.name, "outputs": {"length_plan": {
+        "stage": "sft", "max_length": 1728, "rows_cut": 0, "trained_tokens_cut": 0, "rows_dropped": 0}}})
+    out = write_report(run, load_pipeline_config("quick"))
+    md = Path(out["report_md"]).read_text()
+    html = Path(out["report_html"]).read_text()
+    assert "- Rendered system prompt of the base harness: 780 tokens." in md
+    assert "- hsa train: 4 rows, mean 1500 tokens (longest 1700), mean 220 trained tokens a row." in md
+    line = "train HSA-SFT: max_length 1728; rows cut 0, trained tokens cut 0, rows dropped 0."
+    assert f"- {line}" in md and f"<li>{line}</li>" in html
+
+
+def test_quick_profile_runs_variant_qa_on_the_models_its_claims_compare() -> None:
+    cfg = load_pipeline_config("quick")
+    assert "variant_qa" not in cfg.suites_for("base") and "live_qa" in cfg.suites_for("base")
+    assert "variant_qa" in cfg.suites_for("fixed_sft") and "variant_qa" in cfg.suites_for("hat")
+    assert "variant_qa" in load_pipeline_config("full").suites_for("base")

@@ -3,6 +3,7 @@ with injected faults, they state every ground-truth fact and break no hook."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,21 @@ def test_oracle_emits_token_ids_for_a_tokenizer(tmp_path: Path) -> None:
         assert sum(view.loss_mask) > 0
         assert fmt.decode([t for t, m in zip(view.input_ids, view.loss_mask, strict=True) if m]).endswith(
             "<|im_end|>")
+
+
+def test_each_reasoning_line_names_the_result_it_follows() -> None:
+    """A model that sees the same reasoning line before every call learns to repeat its first
+    call; after a tool result the oracle's line names that tool, so no line repeats the one
+    before it and each is tied to what the context holds."""
+    lc = load_harness("live_commerce")
+    qs = [q for q in generate_questions(lc.rules, n=40, seed=3, split="train")
+          if len(q.turns) == 1 and len(q.turns[0].plan) >= 2][:5]
+    assert qs
+    for trace in run(lc, qs, OraclePolicy(lc, qs)):
+        thinks = [s.text for s in trace.spans if s.segment in ("think_tool", "think_reply")]
+        names = [s.text.split('"name": "')[1].split('"')[0] for s in trace.spans
+                 if s.segment == "tool_call"]
+        assert all(a != b for a, b in itertools.pairwise(thinks)), thinks
+        for i, think in enumerate(thinks[1:-1], 1):
+            assert think.startswith(f"<think>{names[i - 1]} answered; next I need {names[i]}"), think
+        assert thinks[-1].startswith(f"<think>{names[-1]} answered;"), thinks[-1]

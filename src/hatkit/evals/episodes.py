@@ -87,6 +87,7 @@ def _bounded(step: Step, settings: EvalSettings, ep: Episode) -> Step:
     """Pass `step`'s requests on with max_new_tokens capped; after `max_model_calls` calls,
     answer with an error output instead of asking the model (the loop then falls back)."""
     calls = 0
+    seen: dict[str, int] = {}
     try:
         request = next(step)
         while True:
@@ -99,9 +100,24 @@ def _bounded(step: Step, settings: EvalSettings, ep: Episode) -> Step:
             else:
                 cap = min(request.max_new_tokens, settings.max_new_tokens)
                 out = yield replace(request, max_new_tokens=cap)
+                call = _call_text(out.text)
+                seen[call] = seen.get(call, 0) + 1 if call else 0
+                if call and settings.max_repeated_calls and seen[call] >= settings.max_repeated_calls:
+                    ep.trace.events.append(Event("eval_budget", ep.turn, {
+                        "reason": "repeated_call", "times": seen[call], "call": call[:200]}))
+                    out = ModelOutput("", finish_reason="error", error=(
+                        f"the same tool call written {seen[call]} times in one turn"))
             request = step.send(out)
     except StopIteration as done:
         return str(done.value)
+
+
+def _call_text(text: str) -> str:
+    """The tool-call part of a model output, whitespace-normalised ('' when it has none)."""
+    start = text.find("<tool_call>")
+    if start < 0:
+        return ""
+    return " ".join(text[start:].split())
 
 
 def _episode_step(ep: Episode, texts: Sequence[str], settings: EvalSettings) -> Step:

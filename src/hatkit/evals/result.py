@@ -73,6 +73,10 @@ class EvalSettings(BaseModel):
     max_model_calls: int = Field(default=6, ge=1, description=(
         "Model calls allowed per viewer message before the episode is ended with the harness "
         "fallback (an 'eval_budget' event); bounds the cost of a model that loops on tool calls."))
+    max_repeated_calls: int | None = Field(default=3, ge=2, description=(
+        "End a viewer turn with the harness fallback (an 'eval_budget' event, reason "
+        "'repeated_call') when the model writes the same tool call this many times in it: a "
+        "model that loops on one call would spend the whole call budget; None = never."))
     if_max_new_tokens: int = Field(default=256, ge=1, description="New tokens per general_if answer.")
     batch_size: int = Field(default=8, ge=1, description="Episodes (or prompts) decoded together.")
     n_variants: int = Field(default=4, ge=1, description="Held-out harness variants variant_qa spreads over.")
@@ -81,6 +85,9 @@ class EvalSettings(BaseModel):
 
 
 DEFAULT_SETTINGS = EvalSettings()
-QUICK_SETTINGS = EvalSettings(max_new_tokens=96, max_model_calls=4, if_max_new_tokens=96, n_variants=1)
-"""For the quick pipeline on a 2-core CPU (~34 tokens/s in a batch of 8): one held-out variant, so
-variant_qa's 8 episodes decode as one batch (episodes of different harnesses cannot share one)."""
+QUICK_SETTINGS = EvalSettings(max_new_tokens=96, max_model_calls=5, if_max_new_tokens=96, n_variants=2,
+                              batch_size=16)
+"""For the quick pipeline on a 2-core CPU: five calls per message (a comparison needs four tool
+calls and the reply), batches of 16 (decoding is bound by reading the weights, so a larger
+batch costs little more per step), two held-out variants (episodes of different harnesses
+cannot share a batch)."""

@@ -42,6 +42,17 @@ class PipelineConfig(BaseModel):
         default_factory=dict, description="Items per evaluation suite (suite name -> count) over "
         "the suites' own sizes for the profile (hatkit.evals QUICK_SIZES / DEFAULT_SIZES).")
 
+    suite_models: dict[str, list[str]] = Field(
+        default_factory=dict, description="Models a suite runs on (suite name -> row keys: base, "
+        "fixed_sft, hsa_sft, opd, hat); a suite not listed runs on every model. The quick profile "
+        "runs variant_qa on the three models its claims compare, to fit its hour.")
+
+    def suites_for(self, row_key: str) -> list[str]:
+        """The suites evaluated for one model row, in hatkit.evals.SUITES order."""
+        from ..evals.suites import SUITES
+
+        return [s for s in SUITES if row_key in self.suite_models.get(s, [row_key])]
+
     def suite_sizes(self) -> dict[str, int]:
         """The evaluation sizes in force: the profile's suite sizes, then `eval_sizes`."""
         from ..evals.suites import DEFAULT_SIZES, QUICK_SIZES
@@ -52,15 +63,18 @@ class PipelineConfig(BaseModel):
 # Sized from measured speeds on 2 cores (DESIGN.md): training about 90 tokens/s, decoding about
 # 34 tokens/s in a batch of 8 with the harness prefix cached. `hatkit run` prints the estimate.
 PROFILES: dict[str, dict[str, Any]] = {
-    # Measured on this machine (trial run, stages' own profiles): SFT 12 steps 157 s, OPD 8
-    # steps 60 s, RL 3 steps 180 s, one model's suites about 150 s, 26.5 min in all. With
-    # those steps +OPD and HAT left every greedy output unchanged, so the pipeline spends the
-    # rest of its hour on training: about 36-40 min of stages plus set-up.
+    # Sized on this machine (2 cores): SFT about 110 tokens/s on rows of ~1,500 tokens (the
+    # harness renders to ~780 tokens); a trained model's live_qa item ~9 s in batches of 16.
+    # Every QA suite has 40 items, enough for a paired test to separate a real difference;
+    # variant_qa runs on the three models the variant-drop claim compares.
     "quick": {
-        "data": {"train_episodes": 48, "dev_episodes": 8, "n_variants": 8},
-        "train": {"sft": {"max_steps": 36},
+        "data": {"train_episodes": 64, "dev_episodes": 8, "n_variants": 8},
+        "train": {"sft": {"max_steps": 48, "learning_rate": 2e-4},
                   "opd": {"max_steps": 16, "learning_rate": 5e-5},
-                  "rl": {"max_steps": 6, "learning_rate": 2e-4}},
+                  "rl": {"max_steps": 4, "learning_rate": 2e-4}},
+        "eval_sizes": {"live_qa": 40, "variant_qa": 40, "general_if": 16, "faults": 8, "safety": 8,
+                       "lengths": 40, "latency": 40},
+        "suite_models": {"variant_qa": ["fixed_sft", "hsa_sft", "hat"]},
     },
     "full": {
         "base_model": "Qwen/Qwen3-0.6B",

@@ -69,9 +69,10 @@ def estimate(stages: list[Stage], cfg: PipelineConfig) -> list[Estimate]:
         elif stage.kind == "train" and stage.row is not None and stage.row.stage is not None:
             seconds, basis = _train_seconds(stage.row.stage, cfg)
             out.append(Estimate(stage.name, MODEL_LOAD_S + seconds, basis))
-        elif stage.kind == "eval":
+        elif stage.kind == "eval" and stage.row is not None:
             sizes = cfg.suite_sizes()
-            items = sum(n for s, n in sizes.items() if s not in ("lengths", "latency"))
+            items = sum(n for s, n in sizes.items()
+                        if s in cfg.suites_for(stage.row.key) and s not in ("lengths", "latency"))
             seconds = MODEL_LOAD_S + 8 + items * EVAL_TOKENS_PER_ITEM / BATCH_DECODE_TOKENS_PER_S
             out.append(Estimate(stage.name, seconds, f"{items} items"))
         else:

@@ -25,6 +25,7 @@ from .config import PipelineConfig
 from .plots import drop_plot, lengths_plot, scores_plot
 from .stages import ROW_BY_KEY, RunDir, plan
 from .table import COLUMNS, by_title, fmt_cell, markdown_table, read_results, table_rows, value
+from .training_data import training_data_lines
 
 _TEMPLATE = Path(__file__).with_name("report.html.j2")
 
@@ -172,6 +173,7 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
     claims = findings(results)
     paired = paired_verdicts(results)
     log = _stage_log(run)
+    data_lines = training_data_lines(run)
     created = datetime.now(UTC).isoformat(timespec="seconds")
     md = [f"# HAT pipeline report: {run.root.name}", "",
           f"Profile `{cfg.profile}`, base model `{cfg.base_model}`, seed {cfg.seed}; written {created}.",
@@ -184,7 +186,10 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
     for c in claims:
         md.append(f"- **{c['claim']}**: {c['measured']} -> holds here: **{c['holds']}** ({c['n']}).")
     md += ["", "Small evaluation sets make these differences noisy; the profile's sizes are in "
-           "`pipeline.json`. Nothing here is tuned to favour any claim.", "", "## Plots", ""]
+           "`pipeline.json`. Nothing here is tuned to favour any claim.", ""]
+    if data_lines:
+        md += ["## Training data", "", *data_lines, ""]
+    md += ["## Plots", ""]
     md += [f"![{name}](plots/{p.name})" for name, p in plots.items()]
     md += ["", "## Stages", "", "| stage | seconds | finished |", "|---|---:|---|"]
     md += [f"| {s['stage']} | {s['seconds']} | {s['finished']} |" for s in log]
@@ -199,6 +204,7 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
                                for r, vals in table_rows(results)],
         claims=claims, paired=paired, success_note=SUCCESS_NOTE, paired_note=PAIRED_NOTE,
         plots={name: _data_uri(p) for name, p in plots.items()}, log=log,
+        training_data=[line.removeprefix("- ") for line in data_lines],
         details=_details(results))
     _atomic_write(run.root / "report.html", html)
     table = {ROW_BY_KEY[k].label: {s: r.get("metrics", {}) for s, r in v.items()} for k, v in results.items()}

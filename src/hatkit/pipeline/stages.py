@@ -185,7 +185,7 @@ def _data(run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[s
 
 
 def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
-    from ..evals import DEFAULT_SETTINGS, QUICK_SETTINGS, SUITES, run_suites
+    from ..evals import DEFAULT_SETTINGS, QUICK_SETTINGS, run_suites
     from ..models.select import load_model
 
     assert stage.row is not None
@@ -195,8 +195,8 @@ def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | N
     model = load_model(spec if spec == "local" else str(resolve_model(spec)))
     out = run.eval / stage.row.key
     settings = QUICK_SETTINGS if cfg.profile == "quick" else DEFAULT_SETTINGS
-    results = run_suites(list(SUITES), model, sizes=cfg.suite_sizes(), settings=settings, out_dir=out,
-                         seed=cfg.seed, progress=progress)
+    results = run_suites(cfg.suites_for(stage.row.key), model, sizes=cfg.suite_sizes(),
+                         settings=settings, out_dir=out, seed=cfg.seed, progress=progress)
     return {"dir": str(out), "suites": {name: r.metrics for name, r in results.items()}}
 
 

@@ -143,11 +143,20 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
         manifest["modes"]["fixed"][s]["question_ids"] == manifest["modes"]["hsa"][s]["question_ids"]
         for s in sizes)
     manifest["disjoint"] = split_report(settings.seed, settings.locale, sizes)
+    manifest["system_prompt_tokens"] = system_prompt_tokens(token_format, settings.locale)
     for mode in MODES:
         for split in sizes:
             manifest["modes"][mode][split].pop("question_ids")
     (settings.out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest
+
+
+def system_prompt_tokens(token_format: TokenFormat, locale: str) -> int:
+    """Tokens of the base harness's rendered system prompt: every row and every evaluated turn
+    pays them, so the report states them beside the row lengths."""
+    from ..harness import load_harness
+
+    return len(token_format.encode(load_harness("live_commerce").render(locale).system_prompt))
 
 
 def split_report(seed: int, locale: str, sizes: dict[str, int]) -> dict[str, Any]:
