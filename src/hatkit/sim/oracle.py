@@ -27,21 +27,21 @@ MAX_ATTEMPTS = 2
 
 _THINK = {
     "en": {
-        "search_products": "The viewer means {q}; I search for it to get the product id.",
+        "search_products": "The viewer asks about {asked} of {q}; I search for it to get the product id.",
         "retry": "The {tool} call failed ({why}); I try once more.",
         "reply": "I have what I need from the tools; I answer briefly.",
-        "reply_after": "{prev} answered; I have what I need, so I reply now from the tool results.",
+        "reply_after": "{prev} answered; I reply now with {asked} from the tool results.",
         "none": "No tool is needed here; I answer briefly and stay within the rules.",
-        "default": "I need {tool} for this.",
+        "default": "The viewer asks about {asked}; I need {tool}.",
         "next": "{prev} answered; next I need {tool}.",
     },
     "zh": {
-        "search_products": "观众说的是{q}，先搜索拿到商品编号。",
+        "search_products": "观众问的是{q}的{asked}，先搜索拿到商品编号。",
         "retry": "{tool} 调用失败（{why}），再试一次。",
         "reply": "工具结果已齐，简短回答。",
-        "reply_after": "{prev} 已返回结果，信息已齐，现在根据工具结果回答。",
+        "reply_after": "{prev} 已返回结果，现在根据工具结果回答{asked}。",
         "none": "这里不需要工具，简短回答并遵守规则。",
-        "default": "这里需要调用 {tool}。",
+        "default": "观众问的是{asked}，需要调用 {tool}。",
         "next": "{prev} 已返回结果，下一步调用 {tool}。",
     },
 }
@@ -92,20 +92,21 @@ class OraclePolicy:
         loc = question.locale if question.locale in _THINK else "en"
         done, failures, last_error = _progress(messages[start + 1:], turn.plan)
         prev = self.visible.get(turn.plan[done - 1].tool, turn.plan[done - 1].tool) if done else None
+        asked = _asked(turn)
         if done < len(turn.plan):
             step = turn.plan[done]
             if failures == 0:
-                return self._call(loc, step, question, prev=prev), True
+                return self._call(loc, step, question, prev=prev, asked=asked), True
             if failures < MAX_ATTEMPTS and last_error in RETRYABLE:
                 why = last_error.replace("_", " ")
                 return self._call(loc, step, question, retry=why), True
             return self._reply(loc, _UNAVAILABLE[loc], "reply"), False
         if prev is not None:  # name the result just read, so the reply is tied to the context
-            return self._reply(loc, turn.reply, "reply_after", prev=prev), False
+            return self._reply(loc, turn.reply, "reply_after", prev=prev, asked=asked), False
         return self._reply(loc, turn.reply, "reply" if turn.plan else "none"), False
 
     def _call(self, loc: str, step: PlannedCall, q: Question, retry: str | None = None,
-              prev: str | None = None) -> str:
+              prev: str | None = None, asked: str = "") -> str:
         """A call with one reasoning line; after a result it names that result's tool, so the
         step taken next depends on what the context already holds (a model that cannot tell a
         first call from a later one repeats its first call)."""
@@ -115,15 +116,16 @@ class OraclePolicy:
         elif prev is not None:
             why = _THINK[loc]["next"].format(prev=prev, tool=name)
         elif step.tool == "search_products":
-            why = _THINK[loc]["search_products"].format(q=step.arguments.get("query", ""))
+            why = _THINK[loc]["search_products"].format(q=step.arguments.get("query", ""), asked=asked)
         else:
-            why = _THINK[loc]["default"].format(tool=name)
+            why = _THINK[loc]["default"].format(tool=name, asked=asked)
         body = json.dumps({"name": name, "arguments": dict(step.arguments)}, ensure_ascii=False)
         think = f"<think>{why}</think>\n" if self.think else ""
         return f"{think}<tool_call>\n{body}\n</tool_call>"
 
-    def _reply(self, loc: str, text: str, kind: str, prev: str = "") -> str:
-        return f"<think>{_THINK[loc][kind].format(prev=prev)}</think>\n{text}" if self.think else text
+    def _reply(self, loc: str, text: str, kind: str, prev: str = "", asked: str = "") -> str:
+        why = _THINK[loc][kind].format(prev=prev, asked=asked)
+        return f"<think>{why}</think>\n{text}" if self.think else text
 
     def _output(self, text: str, is_call: bool) -> ModelOutput:
         if self.format is None:
@@ -132,6 +134,16 @@ class OraclePolicy:
         if not is_call:
             ids.append(self.format.eos_id)  # a reply ends the turn; a call stops at </tool_call>
         return ModelOutput(text, token_ids=ids, finish_reason="stop", completion_tokens=len(ids))
+
+
+def _asked(turn: Turn) -> str:
+    """What the viewer asks for, from the turn's facts ("the stock, delivery and fee"), so the
+    reasoning ties the question to the tools chosen and to what the reply must state."""
+    names = list(dict.fromkeys(f.name.split(":")[-1].replace("_", " ") for f in turn.facts))
+    if not names:
+        return "the product"
+    words = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"the {words}"
 
 
 def _progress(after: Sequence[ChatMessage], plan: Sequence[PlannedCall]) -> tuple[int, int, str]:
