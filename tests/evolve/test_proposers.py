@@ -25,8 +25,12 @@ def test_rule_based_enables_a_tool_the_harness_forgot(tmp_path: Path) -> None:
     assert result.stop_reason == "no failures left on dev"
 
 
+FULL_RENDER = ("harness.yaml", "  skills: index\n  tools: terse\n", "  skills: full\n  tools: full\n")
+"""Skill bodies in the system prompt, where SkillFollowingPolicy reads the tool names."""
+
+
 def test_rule_based_fixes_a_skill_that_names_the_wrong_tool(tmp_path: Path) -> None:
-    harness = make_repo(tmp_path, WRONG_TOOL)
+    harness = make_repo(tmp_path, WRONG_TOOL, FULL_RENDER)
     result = make_loop(harness, tmp_path / "run", RuleBasedProposer(),
                        policy=SkillFollowingPolicy).run()
     j = Journal(tmp_path / "run" / "journal.jsonl")

@@ -66,3 +66,13 @@ def test_render_unknown_locale_is_refused() -> None:
     harness = load_harness("live_commerce")
     with pytest.raises(ValueError, match="has no locale 'fr'"):
         harness.render("fr")
+
+
+def test_a_template_in_skill_front_matter_is_a_clear_error_not_a_crash(minimal_harness: Path) -> None:
+    """`{{ tool.x }}` at the start of a front-matter line is a YAML mapping key (was TypeError)."""
+    skill = next((minimal_harness / "skills").glob("*/SKILL.md"))
+    text = skill.read_text()
+    skill.write_text(text.replace("---\n", "---\n{{ tool.lookup }}: x\n", 1))
+    with pytest.raises(HarnessError) as info:
+        load_harness(minimal_harness)
+    assert "SKILL.md:2" in str(info.value) and "a key must be plain text" in str(info.value)

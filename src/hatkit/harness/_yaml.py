@@ -43,6 +43,10 @@ def _index(node: yaml.Node, path: Loc, lines: dict[Loc, int], offset: int) -> No
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):  # `{{ x }}: y` or `[a]: b`
+                raise YamlSyntaxError(key_node.start_mark.line + offset,
+                                      "a key must be plain text, not a list or mapping "
+                                      "(quote a value that starts with '{' or '[')")
             key = key_node.value
             if key in seen:
                 raise YamlSyntaxError(key_node.start_mark.line + offset, f"duplicate key '{key}'")
