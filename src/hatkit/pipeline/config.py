@@ -64,15 +64,16 @@ class PipelineConfig(BaseModel):
 # 34 tokens/s in a batch of 8 with the harness prefix cached. `hatkit run` prints the estimate.
 PROFILES: dict[str, dict[str, Any]] = {
     # Sized on this machine (2 cores): SFT about 110 tokens/s on rows of ~1,500 tokens (the
-    # harness renders to ~780 tokens); a trained model's live_qa item ~9 s in batches of 16.
-    # Every QA suite has 40 items, enough for a paired test to separate a real difference;
-    # variant_qa runs on the three models the variant-drop claim compares.
+    # harness renders to ~780 tokens), a live_qa item about 10 s. The QA suites have 40 items,
+    # enough for a paired test to separate a real difference; variant_qa runs on the three
+    # models the variant-drop claim compares; the other suites are small. About 80-90 minutes:
+    # evaluation, not training, is most of it (see the closing figures in report.md).
     "quick": {
         "data": {"train_episodes": 64, "dev_episodes": 8, "n_variants": 8},
-        "train": {"sft": {"max_steps": 48, "learning_rate": 2e-4},
-                  "opd": {"max_steps": 16, "learning_rate": 5e-5},
-                  "rl": {"max_steps": 4, "learning_rate": 2e-4}},
-        "eval_sizes": {"live_qa": 40, "variant_qa": 40, "general_if": 16, "faults": 8, "safety": 8,
+        "train": {"sft": {"max_steps": 36, "learning_rate": 2e-4},
+                  "opd": {"max_steps": 8, "learning_rate": 5e-5},
+                  "rl": {"max_steps": 3, "learning_rate": 2e-4}},
+        "eval_sizes": {"live_qa": 40, "variant_qa": 40, "general_if": 8, "faults": 4, "safety": 4,
                        "lengths": 40, "latency": 40},
         "suite_models": {"variant_qa": ["fixed_sft", "hsa_sft", "hat"]},
     },

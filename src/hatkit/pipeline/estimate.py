@@ -2,8 +2,9 @@
 
 Built from speeds measured on this kind of machine (2 cores, fp32, SmolLM2-135M; DESIGN.md):
 decoding about 34 tokens/s in a batch of 8 with the harness prefix cached, about 7.6 tokens/s
-for one sequence; training about 135 tokens/s (a quick-profile SFT run: 12 steps of <= 1,792
-tokens in 157 s, model loading included; DESIGN.md's 90 tokens/s was one 600-token step).
+for one sequence; SFT about 110 tokens/s on the quick data's ~1,500-token rows; an agent
+evaluation item about 10 s (up to five calls of <= 96 tokens, batches of 16, tool outputs
+prefilled between calls).
 Once stages finish, the remaining estimates are scaled by how far the finished ones were off,
 so the printed ETA tightens as the run goes.
 """
@@ -16,13 +17,13 @@ from typing import Any
 from .config import PipelineConfig
 from .stages import Stage
 
-TRAIN_TOKENS_PER_S = 135.0
+TRAIN_TOKENS_PER_S = 110.0  # SFT on ~1,500-token rows, batch 1, measured 2026-12-01
 BATCH_DECODE_TOKENS_PER_S = 34.0
 SINGLE_DECODE_TOKENS_PER_S = 7.6
 ORACLE_EPISODES_PER_S = 40.0  # data building: oracle episodes incl. tokenising the traces
 MODEL_LOAD_S = 3.0
-EVAL_TOKENS_PER_ITEM = 160  # tool call + reply, measured mean on the default model
-SFT_ROW_TOKENS = 1792  # tokens a step was calibrated at; rows measure 790-2,250 (~1,500 mean)
+EVAL_S_PER_ITEM = 10.0  # a live_qa item of an SFT model in batches of 16: 398 s for 40 items
+SFT_ROW_TOKENS = 1550  # mean row of the quick data (fixed ~1,450, hsa ~1,650 tokens)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def estimate(stages: list[Stage], cfg: PipelineConfig) -> list[Estimate]:
             sizes = cfg.suite_sizes()
             items = sum(n for s, n in sizes.items()
                         if s in cfg.suites_for(stage.row.key) and s not in ("lengths", "latency"))
-            seconds = MODEL_LOAD_S + 8 + items * EVAL_TOKENS_PER_ITEM / BATCH_DECODE_TOKENS_PER_S
+            seconds = MODEL_LOAD_S + 8 + items * EVAL_S_PER_ITEM
             out.append(Estimate(stage.name, seconds, f"{items} items"))
         else:
             out.append(Estimate(stage.name, 5, "tables and plots"))
