@@ -63,11 +63,11 @@ class PipelineConfig(BaseModel):
 # Sized from measured speeds on 2 cores (DESIGN.md): training about 90 tokens/s, decoding about
 # 34 tokens/s in a batch of 8 with the harness prefix cached. `hatkit run` prints the estimate.
 PROFILES: dict[str, dict[str, Any]] = {
-    # Sized on this machine (2 cores): SFT about 110 tokens/s on rows of ~1,500 tokens (the
-    # harness renders to ~780 tokens), a live_qa item about 10 s. The QA suites have 40 items,
-    # enough for a paired test to separate a real difference; variant_qa runs on the three
-    # models the variant-drop claim compares; the other suites are small. About 80-90 minutes:
-    # evaluation, not training, is most of it (see the closing figures in report.md).
+    # Sized to decide, measured on this machine (2 cores): SFT 36 rows of ~1,500 tokens in
+    # 644 s; a trained model's live_qa item about 15 s. The QA suites have 40 items, enough
+    # for a paired test to separate a real difference; variant_qa runs on the three models
+    # the issue allows; the other suites are small. About 2 hours, most of it evaluation
+    # (decoding): over the hour it was meant to take, see README.
     "quick": {
         "data": {"train_episodes": 64, "dev_episodes": 8, "n_variants": 8},
         "train": {"sft": {"max_steps": 36, "learning_rate": 2e-4},
