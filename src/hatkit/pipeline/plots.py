@@ -27,11 +27,12 @@ def scores_plot(results: dict[str, dict[str, dict[str, Any]]], path: Path) -> Pa
     fig, ax = plt.subplots(figsize=(8, 3.6))
     width = 0.8 / max(len(columns), 1)
     for i, col in enumerate(columns):
-        cells = [cell(results[r.key], col) for r in rows]
-        values = [c.value if c is not None else 0.0 for c in cells]
-        err = [[max(0.0, c.value - c.lo) if c is not None and c.lo is not None else 0.0 for c in cells],
-               [max(0.0, c.hi - c.value) if c is not None and c.hi is not None else 0.0 for c in cells]]
-        xs = [j + i * width for j in range(len(rows))]
+        # a suite that did not run for a model draws nothing there (not a zero bar)
+        cells = [(j, c) for j, r in enumerate(rows) if (c := cell(results[r.key], col)) is not None]
+        values = [c.value for _, c in cells]
+        err = [[max(0.0, c.value - c.lo) if c.lo is not None else 0.0 for _, c in cells],
+               [max(0.0, c.hi - c.value) if c.hi is not None else 0.0 for _, c in cells]]
+        xs = [j + i * width for j, _ in cells]
         ax.bar(xs, values, width, label=col.title, yerr=err if col.interval else None, capsize=2)
     ax.set_xticks([j + width * (len(columns) - 1) / 2 for j in range(len(rows))],
                   [r.label for r in rows])
@@ -47,8 +48,8 @@ def scores_plot(results: dict[str, dict[str, dict[str, Any]]], path: Path) -> Pa
 
 def drop_plot(results: dict[str, dict[str, dict[str, Any]]], path: Path) -> Path:
     plt = _pyplot()
-    rows = [r for r in ROWS if r.key in results]
     drop = next(c for c in COLUMNS if c.metric == "drop")
+    rows = [r for r in ROWS if r.key in results and value(results[r.key], drop) is not None]
     values = [value(results[r.key], drop) or 0.0 for r in rows]
     fig, ax = plt.subplots(figsize=(6, 3.2))
     ax.bar([r.label for r in rows], values, color=["#c44" if v > 0 else "#4a4" for v in values])
