@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sft_throughput import tiny_setup  # the same tiny model and data as the throughput bench
+
 
 def run(model: Path, data: Path, out: Path, args: argparse.Namespace, share: bool) -> dict[str, float]:
     from hatkit.train import sft
@@ -69,15 +72,6 @@ def run(model: Path, data: Path, out: Path, args: argparse.Namespace, share: boo
     metrics = (read_meta(final) or {})["metrics"]
     return {"seconds": float(metrics["train_runtime"]), "tokens": float(metrics["num_tokens"]),
             "rows": float(args.steps * args.batch)}
-
-
-def tiny_setup(root: Path) -> tuple[Path, Path]:
-    """A tiny random-weight checkpoint and a tiny dataset (from the test helpers)."""
-    tests = Path(__file__).resolve().parents[1] / "tests"
-    sys.path[:0] = [str(tests), str(tests / "train")]
-    from train_helpers import make_dataset, save_tiny_checkpoint
-
-    return save_tiny_checkpoint(root / "model"), make_dataset(root / "data", n=16)
 
 
 def main() -> None:
