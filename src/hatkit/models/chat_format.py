@@ -2,8 +2,15 @@
 
 Each new message is encoded as the difference between the template rendered with and
 without it, so the ids a trace records are exactly the ids fed, and ids the model generated
-are never re-encoded. Untrusted content (viewer messages, tool outputs) has special-token
-strings broken up first, so a message cannot smuggle in `<|im_start|>system` markup.
+are never re-encoded. That rendering keeps only the first message and the last few before
+the new one (when a probe shows the template gives the same text), so a conversation of N
+messages costs O(N) template work, not O(N^2).
+
+Every message but the harness's system prompt has special-token strings broken up first, so
+no text can smuggle in `<|im_start|>system` markup: viewer messages, tool outputs, and
+assistant turns a client replays as history. The model's own sampled turns are rendered that
+way too, harmlessly: their ids come from sampling, and rendering only finds where the next
+message starts.
 """
 
 from __future__ import annotations
@@ -12,9 +19,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import ChatMessage
+from .base import ChatMessage, ToolCall
 
 ZWSP = "\u200b"
+WINDOW = 2
+"""Messages before a new one (besides the first) that are rendered to find its ids."""
+_WINDOW_OK: dict[tuple[str, bool], bool] = {}
+"""Probe results per (chat template, native tools)."""
 
 
 class ChatTemplateFormat:
@@ -28,6 +39,11 @@ class ChatTemplateFormat:
         specials |= {str(t) for t in getattr(tokenizer, "added_tokens_decoder", {}).values()}
         self._specials = sorted((s for s in specials if len(s) > 1), key=len, reverse=True)
         self._suffix = self._after_generation_suffix()
+        key = (str(tokenizer.chat_template), native_tools)
+        if key not in _WINDOW_OK:
+            _WINDOW_OK[key] = self._window_is_exact()
+        self.windowed = _WINDOW_OK[key]
+        """Whether message ids come from a window of the conversation (else from all of it)."""
 
     # -- rendering --
     def _neutralise(self, text: str) -> str:
@@ -39,8 +55,7 @@ class ChatTemplateFormat:
     def _template_messages(self, messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for m in messages:
-            untrusted = m.role in ("user", "tool")
-            content = self._neutralise(m.content) if untrusted else m.content
+            content = m.content if m.role == "system" else self._neutralise(m.content)
             if m.role == "tool" and not self.native_tools:
                 out.append({"role": "user",
                             "content": f"<tool_response>\n{content}\n</tool_response>"})
@@ -72,15 +87,40 @@ class ChatTemplateFormat:
 
     def message_ids(self, history: Sequence[ChatMessage], message: ChatMessage,
                     tools: Sequence[Mapping[str, Any]]) -> list[int]:
-        before = self.render(history, tools)
-        after = self.render([*history, message], tools)
-        return self.encode(after[_common_prefix(before, after):])
+        return self.encode(self._added_text(self._window(history), message, tools))
 
     def generation_prompt_ids(self, history: Sequence[ChatMessage],
                               tools: Sequence[Mapping[str, Any]]) -> list[int]:
-        plain = self.render(history, tools)
-        prompted = self.render(history, tools, add_generation_prompt=True)
-        return self.encode(prompted[_common_prefix(plain, prompted):])
+        return self.encode(self._added_text(self._window(history), None, tools))
+
+    def _added_text(self, history: Sequence[ChatMessage], message: ChatMessage | None,
+                    tools: Sequence[Mapping[str, Any]]) -> str:
+        """What `message` (None: the generation prompt) adds to the rendered `history`."""
+        before = self.render(history, tools)
+        after = (self.render(history, tools, add_generation_prompt=True) if message is None
+                 else self.render([*history, message], tools))
+        return after[_common_prefix(before, after):]
+
+    def _window(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+        return _window(history) if self.windowed else history
+
+    def _window_is_exact(self) -> bool:
+        """Whether windowed rendering adds the same text as full rendering at every step of
+        sample conversations that the full template accepts (it may reject, e.g., roles that
+        do not alternate). Templates that number turns or look far back fail this."""
+        for convo in _probe_conversations():
+            for history, message in ((convo[:i], m) for i in range(1, len(convo))
+                                     for m in (convo[i], None)):
+                try:
+                    full = self._added_text(history, message, [])
+                except Exception:  # noqa: BLE001 - the template refuses this conversation
+                    break
+                try:
+                    if self._added_text(_window(history), message, []) != full:
+                        return False
+                except Exception:  # noqa: BLE001 - it refuses the window: not exact
+                    return False
+        return True
 
     def after_generation_ids(self) -> list[int]:
         """Markup the template puts after the end-of-turn token (ChatML: a newline)."""
@@ -107,6 +147,30 @@ class ChatTemplateFormat:
         text = self.render([ChatMessage("user", "hi"), ChatMessage("assistant", marker)], [])
         tail = text[text.rfind(marker) + len(marker):]
         return tail[len(eos):] if tail.startswith(eos) else ""
+
+
+def _window(history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+    """The first message and the last WINDOW or so. An even number of messages is dropped,
+    so each kept message keeps its position's parity (templates check role alternation)."""
+    drop = max(0, len(history) - 1 - WINDOW)
+    drop -= drop % 2
+    return [history[0], *history[1 + drop:]] if drop else history
+
+
+def _probe_conversations() -> list[list[ChatMessage]]:
+    """A plain alternating chat, and one with a tool call answered by two results."""
+    system = ChatMessage("system", "S")
+    plain = [system]
+    for i in range(4):
+        plain += [ChatMessage("user", f"u{i}"), ChatMessage("assistant", f"a{i}")]
+    call = ToolCall("t", {"x": 1}, "c1")
+    tools = [system, ChatMessage("user", "u"), ChatMessage("assistant", "a"),
+             ChatMessage("user", "u"),
+             ChatMessage("assistant", '<tool_call>{"name": "t"}</tool_call>', (call,), True),
+             ChatMessage("tool", "r1", tool_call_id="c1", name="t"),
+             ChatMessage("tool", "r2", tool_call_id="c1", name="t"),
+             ChatMessage("assistant", "a"), ChatMessage("user", "u"), ChatMessage("assistant", "a")]
+    return [plain, tools]
 
 
 def _common_prefix(a: str, b: str) -> int:
