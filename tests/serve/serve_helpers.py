@@ -10,8 +10,10 @@ from contextlib import AbstractContextManager
 from fastapi import FastAPI
 
 from hatkit.models.base import ModelOutput, ModelRequest
+from hatkit.models.chat_format import ChatTemplateFormat
 from hatkit.models.scripted import ScriptedModel
 from hatkit.sim.tool_server import running_app
+from tiny import tiny_tokenizer
 
 
 class SlowModel(ScriptedModel):
@@ -82,3 +84,24 @@ def sse_chunks(url: str, body: dict[str, object]) -> tuple[int, list[tuple[float
             if line.startswith("data: ") and line != "data: [DONE]":
                 events.append((time.monotonic(), json.loads(line[6:])))
     return 200, events
+
+
+class TokenModel(ScriptedModel):
+    """A token-level backend (the tiny test tokenizer's chat template) that replies with
+    scripted text, like LocalModel does: it sees prompt ids and returns token ids."""
+
+    def __init__(self, respond: Callable[[ModelRequest], str],
+                 context_tokens: int | None = None) -> None:
+        super().__init__([respond] * 1000)
+        self.fmt = ChatTemplateFormat(tiny_tokenizer(), native_tools=False)
+        if context_tokens is not None:
+            self.context_tokens = context_tokens
+
+    def token_format(self) -> ChatTemplateFormat:  # type: ignore[override]
+        return self.fmt
+
+    def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
+        outs = super().generate(requests)
+        for out in outs:
+            out.token_ids = [*self.fmt.encode(out.text), self.fmt.eos_id]
+        return outs

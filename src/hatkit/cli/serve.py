@@ -50,6 +50,8 @@ def serve_cmd(
     draft_model: Annotated[str | None, typer.Option(
         help="Checkpoint folder of a small draft model with the same tokenizer (assisted "
              "decoding; implies --speculative draft).")] = None,
+    max_history_messages: Annotated[int, typer.Option(
+        help="Chat messages a request may send before its last one; beyond: 413.")] = 256,
 ) -> None:
     """Serve the harness agent over HTTP: OpenAI-compatible chat completions, live messages,
     health, Prometheus metrics, bounded concurrency and harness hot swap."""
@@ -69,7 +71,7 @@ def serve_cmd(
         serve(_load(harness), model, host=host, port=port, allow_remote=allow_remote,
               max_concurrency=max_concurrency, request_timeout_s=timeout, harnesses=releases or None,
               stream_policy=stream_policy, speculative=speculative,  # type: ignore[arg-type]
-              draft_model=draft_model)
+              draft_model=draft_model, max_history_messages=max_history_messages)
     except (ValueError, DefaultModelError) as exc:
         raise _fail(str(exc)) from None
 

@@ -70,11 +70,13 @@ def create_app(harness: Harness | str, model: ChatModel, *, max_concurrency: int
                request_timeout_s: float = 60.0, max_body_bytes: int = 65536,
                harnesses: Mapping[str, Harness] | None = None,
                agent_kwargs: Mapping[str, Any] | None = None,
-               stream_policy: StreamPolicy = "auto", probe_interval_s: float = 5.0) -> FastAPI:
+               stream_policy: StreamPolicy = "auto", probe_interval_s: float = 5.0,
+               max_history_messages: int = 256) -> FastAPI:
     """The server app. `harnesses` names the releases a request or a hot swap may pick;
     `agent_kwargs` go to every Agent (e.g. state_factory, permissions); `stream_policy` says
     how a streamed reply meets the pre_reply hooks (streaming.py); `probe_interval_s` spaces
-    the recovery probes /healthz starts while the backend is down."""
+    the recovery probes /healthz starts while the backend is down; a chat request with more
+    than `max_history_messages` messages before its last one is refused (413)."""
     if stream_policy not in STREAM_POLICIES:
         raise ValueError(f"stream_policy must be one of {STREAM_POLICIES}, not {stream_policy!r}")
     initial = load_harness(harness) if isinstance(harness, str) else harness
@@ -117,6 +119,10 @@ def create_app(harness: Harness | str, model: ChatModel, *, max_concurrency: int
     @app.post("/v1/chat/completions", response_model=None)
     async def chat_completions(request: Request) -> Response:
         req: ChatRequest = parse_body(await body_of(request), ChatRequest)
+        if len(req.messages) - 1 > max_history_messages:
+            metrics.rejections.labels("too_many_messages").inc()
+            raise ApiError(413, f"too many messages: at most {max_history_messages} may come "
+                           "before the last one", "too_many_messages")
         convo = [(m.role, m.text()) for m in req.messages if m.role in ("user", "assistant")]
         if not convo or convo[-1][0] != "user" or not convo[-1][1].strip():
             raise ApiError(422, "invalid request: the last user/assistant message must be a "
@@ -210,7 +216,8 @@ def serve(harness: str | Harness, model_spec: str | ChatModel = "local", *, host
           request_timeout_s: float = 60.0, max_body_bytes: int = 65536,
           harnesses: Mapping[str, str | Harness] | None = None,
           stream_policy: StreamPolicy = "auto", speculative: str | None = None,
-          draft_model: str | None = None, log_level: str = "info") -> None:
+          draft_model: str | None = None, log_level: str = "info",
+          max_history_messages: int = 256) -> None:
     """Run the server (blocking). Refuses a non-loopback host unless allow_remote=True.
     `speculative` ("prompt_lookup" / "draft") and `draft_model` (a checkpoint folder with the
     same tokenizer) apply to a local model."""
@@ -224,7 +231,8 @@ def serve(harness: str | Harness, model_spec: str | ChatModel = "local", *, host
     loaded = {k: load_harness(v) if isinstance(v, str) else v for k, v in (harnesses or {}).items()}
     app = create_app(harness, model, max_concurrency=max_concurrency,
                      request_timeout_s=request_timeout_s, max_body_bytes=max_body_bytes,
-                     harnesses=loaded, stream_policy=stream_policy)
+                     harnesses=loaded, stream_policy=stream_policy,
+                     max_history_messages=max_history_messages)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 

@@ -90,9 +90,12 @@ class Runner:
         self.model.reset_usage()
         episode = release.agent.episode()
         episode.trace.meta.update(meta)
+        context = getattr(self.model.inner, "context_tokens", None)
         for role, content in history:  # earlier conversation, replayed as context
             episode._feed(ChatMessage("user" if role == "user" else "assistant", content),
                           "user" if role == "user" else "reply", "history")
+            if context is not None and episode.ids is not None and len(episode.ids) >= context:
+                raise self.context_error(context)  # stop replaying; the backend checks the rest
         gate = None
         if emit is not None:
             gate = ReplyGate(self.stream_policy, release.agent.hooks,
@@ -133,6 +136,11 @@ class Runner:
             raise
         fut.add_done_callback(lambda _f: self._done())  # the slot frees when the thread ends
         return fut
+
+    def context_error(self, context: int) -> ApiError:
+        self.metrics.rejections.labels("context_too_long").inc()
+        return ApiError(413, f"the conversation does not fit the model's context of {context} "
+                        "tokens: send fewer or shorter messages", "context_too_long")
 
     def timeout_error(self) -> ApiError:
         self.metrics.rejections.labels("timeout").inc()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -54,14 +53,16 @@ class SwapRequest(_Strict):
 
 
 def parse_body(body: bytes, schema: type[_Strict]) -> Any:
-    """The validated body, or ApiError 400 (not JSON) / 422 (wrong shape, every problem named)."""
-    try:
-        json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"request body is not valid JSON: {exc}", "invalid_json") from None
+    """The validated body, or ApiError 400 (not JSON, or nested past the parser's depth
+    limit) / 422 (wrong shape, every problem named). One parse, by pydantic's own JSON
+    parser, which refuses deep nesting cleanly (the stdlib's raises RecursionError)."""
     try:
         return schema.model_validate_json(body)
     except ValidationError as exc:
+        errors = exc.errors()
+        if errors and errors[0]["type"] == "json_invalid":
+            raise ApiError(400, f"request body is not valid JSON: {errors[0]['msg']}",
+                           "invalid_json") from None
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
-                             for e in exc.errors()[:10])
+                             for e in errors[:10])
         raise ApiError(422, f"invalid request: {problems}", "invalid_request") from None
