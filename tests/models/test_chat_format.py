@@ -113,3 +113,29 @@ def test_feeding_a_long_history_renders_linear_work() -> None:
         fmt.message_ids(msgs[:i], msgs[i], [])
     fmt.generation_prompt_ids(msgs, [])
     assert sum(counts) <= 10 * len(msgs)  # a full render per message: len(msgs)**2 / 2
+
+
+def byte_level_tokenizer() -> Any:
+    """One token per UTF-8 byte (no merges): a CJK character spans three tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers.pre_tokenizers import ByteLevel
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<|im_start|>", "<|im_end|>"]
+    vocab = {c: i for i, c in enumerate(specials + sorted(ByteLevel.alphabet()))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>",
+                                   bos_token="<|im_start|>")
+    fast.add_special_tokens({"additional_special_tokens": specials})
+    fast.chat_template = tiny_tokenizer().chat_template
+    return fast
+
+
+def test_decode_pieces_hold_a_character_split_across_tokens() -> None:
+    fmt = ChatTemplateFormat(byte_level_tokenizer(), native_tools=False)
+    ids = fmt.encode("价格 10 元")
+    pieces = fmt.decode_pieces(ids)
+    assert "".join(pieces) == fmt.decode(ids) == "价格 10 元"
+    assert [p for p in pieces if p] == ["价", "格", " ", "1", "0", " ", "元"]

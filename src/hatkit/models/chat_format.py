@@ -133,10 +133,15 @@ class ChatTemplateFormat:
         return str(self.tok.decode(list(ids), skip_special_tokens=False))
 
     def decode_pieces(self, ids: Sequence[int]) -> list[str]:
-        """Text added by each token, so that ''.join(pieces) == decode(ids)."""
+        """Text added by each token, so that ''.join(pieces) == decode(ids). A token that
+        ends inside a multi-byte character adds "" and the one completing it adds the whole
+        character (partial bytes decode to U+FFFD, which the next decode takes back)."""
         pieces, prev = [], ""
         for i in range(len(ids)):
             cur = self.decode(ids[: i + 1])
+            if cur.endswith("\ufffd") and i + 1 < len(ids):
+                pieces.append("")
+                continue
             pieces.append(cur[len(prev):] if cur.startswith(prev) else cur[len(_common(prev, cur)):])
             prev = cur
         return pieces
