@@ -26,7 +26,7 @@ from .errors import (
     UnknownTool,
 )
 from .hook_runner import run_hooks
-from .parsing import BadCall, ParsedOutput, parse_output
+from .parsing import ParsedOutput, parse_native_calls, parse_output
 from .tool_runner import ThreadToolRunner, ToolRunner, check_call
 from .trace import Event, Span, ToolRecord, Trace
 
@@ -269,18 +269,13 @@ class Episode:
             ids = out.token_ids[:-1] if out.token_ids and out.token_ids[-1] == fmt.eos_id else out.token_ids
             text = fmt.decode(ids)
         if "<tool_call>" in text and out.finish_reason == "stop" and not text.rstrip().endswith(
-                "</tool_call>") and text.rstrip().endswith("}"):
+                "</tool_call>") and text.rstrip().endswith(("}", "]")):
             text = text.rstrip() + "\n</tool_call>"  # HTTP servers strip the stop string
         parsed = parse_output(text, call_prefix=f"call_{self.turn}")
         if out.tool_calls:  # a backend with native tools: its calls are authoritative
-            parsed.tool_calls, parsed.bad_calls = [], []
-            for i, c in enumerate(out.tool_calls):
-                call_id = c.id or f"call_{self.turn}_{i}"
-                if "__raw__" in c.arguments:
-                    parsed.bad_calls.append(BadCall(str(c.arguments["__raw__"]),
-                                                    "arguments are not JSON", call_id, c.name))
-                else:
-                    parsed.tool_calls.append(ToolCall(c.name, c.arguments, call_id))
+            parsed.tool_calls, parsed.bad_calls, repairs = parse_native_calls(
+                out.tool_calls, call_prefix=f"call_{self.turn}")
+            parsed.repairs += repairs
             parsed.reply = ""
         for r in parsed.repairs:
             self._event("repair", repair=r.kind, detail=r.detail)
