@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.hatkit-installed
 
-.PHONY: setup browser run test test-slow lint clean-venv
+.PHONY: setup browser run test test-slow test-gpu lint clean-venv
 
 setup: $(STAMP)
 
@@ -35,11 +35,17 @@ lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
+# Tiers are set in pyproject.toml: a bare pytest runs the default tier (not slow, not gpu),
+# benches in their --smoke mode included (tests/bench).
 test: lint browser
-	$(BIN)/python -m pytest -m "not slow and not gpu" -q
+	$(BIN)/python -m pytest -q
 
 test-slow: setup
 	$(BIN)/python -m pytest -m slow -q
+
+# CUDA tests (skipped without a device).
+test-gpu: setup
+	$(BIN)/python -m pytest -m gpu -q
 
 clean-venv:
 	rm -rf $(VENV)

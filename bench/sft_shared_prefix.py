@@ -14,7 +14,8 @@ tokens (TRL's `num_tokens`, a shared prefix counted once per row) / `train_runti
 group, so on a busy machine its smoke speed-up is below 1; only the real model's counts.)
     .venv/bin/python bench/sft_shared_prefix.py --steps 4     # the default model, runs/data
 
-Prints a table, then one JSON object as the last line.
+A run in which either trained no rows or tokens stops before the figures (an exception in
+either propagates). Prints a table, then one JSON object as the last line.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import check_work
 from sft_throughput import tiny_setup  # the same tiny model and data as the throughput bench
 
 
@@ -74,7 +77,7 @@ def run(model: Path, data: Path, out: Path, args: argparse.Namespace, share: boo
             "rows": float(args.steps * args.batch)}
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="tiny random model and data (seconds)")
     parser.add_argument("--model", default="local", help="'local' or a checkpoint folder")
@@ -87,7 +90,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="alternate runs; best of each kept")
     parser.add_argument("--threads", type=int, default=0,
                         help="torch threads (0 = torch's default; 1 steadies a busy machine)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.threads:
         import torch
 
@@ -112,6 +115,8 @@ def main() -> None:
                 got["tokens_per_s"] = got["tokens"] / max(got["seconds"], 1e-9)
                 if name not in best or got["rows_per_s"] > best[name]["rows_per_s"]:
                     best[name] = got
+    check_work("sft_shared_prefix", **{f"{n} {k}": r[k] for n, r in best.items()
+                                       for k in ("rows", "tokens", "seconds")})
     speedup = best["share_prefix"]["rows_per_s"] / best["plain"]["rows_per_s"]
     print(f"{'run':<14}{'steps':>6}{'rows':>6}{'tokens':>9}{'seconds':>9}{'rows/s':>9}{'tokens/s':>10}")
     for name, r in best.items():

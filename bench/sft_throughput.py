@@ -8,10 +8,11 @@ trainer consumed (TRL's `num_tokens`) / `train_runtime` (the training loop only:
 and the final save are outside it). With --repeats > 1 the two alternate and the best of each
 is kept, so that neither profits from running second on a warm machine.
 
-    .venv/bin/python bench/sft_throughput.py --tiny            # seconds, tiny random model
+    .venv/bin/python bench/sft_throughput.py --smoke           # seconds, tiny random model
     .venv/bin/python bench/sft_throughput.py --steps 4         # the default model, runs/data
 
-Prints a table, then one JSON object as the last line.
+A run in which either trainer consumed no tokens stops before the verdict (an exception in
+either propagates). Prints a table, then one JSON object as the last line.
 """
 
 from __future__ import annotations
@@ -22,8 +23,12 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import check_work
 
 
 def hatkit_run(model: Path, data: Path, out: Path, args: argparse.Namespace) -> dict[str, float]:
@@ -79,9 +84,10 @@ def tiny_setup(root: Path) -> tuple[Path, Path]:
     return save_tiny_checkpoint(root / "model"), make_dataset(root / "data", n=16)
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tiny", action="store_true", help="tiny random model and data (seconds)")
+    parser.add_argument("--smoke", "--tiny", dest="tiny", action="store_true",
+                        help="tiny random model and data (seconds)")
     parser.add_argument("--model", default="local", help="'local' or a checkpoint folder")
     parser.add_argument("--data", type=Path, default=Path("runs/data"), help="hatkit data build output")
     parser.add_argument("--mode", default="hsa", choices=("hsa", "fixed"))
@@ -89,7 +95,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--max-length", type=int, default=1792)
     parser.add_argument("--repeats", type=int, default=1, help="alternate runs; best of each kept")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from hatkit.train.checkpoint import resolve_model
 
@@ -109,6 +115,8 @@ def main() -> None:
                 got["tokens_per_s"] = got["tokens"] / max(got["seconds"], 1e-9)
                 if name not in best or got["tokens_per_s"] > best[name]["tokens_per_s"]:
                     best[name] = got
+    check_work("sft_throughput", **{f"{n} tokens": r["tokens"] for n, r in best.items()},
+               **{f"{n} seconds": r["seconds"] for n, r in best.items()})
     ratio = best["hatkit"]["tokens_per_s"] / best["plain_trl"]["tokens_per_s"]
     print(f"{'trainer':<12}{'steps':>6}{'tokens':>9}{'seconds':>9}{'tokens/s':>10}")
     for name, r in best.items():

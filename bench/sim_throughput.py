@@ -7,6 +7,8 @@ Rows, all on the same questions (mixed categories, dev split) and the default ha
   in-process, faults 10%         inline tools behind the fault injector
   HTTP sandbox server            tools through the FastAPI sandbox on loopback
 The HTTP row also gives the server's per-episode overhead against the inline row.
+A run with a backend error in any episode stops before the verdict. `--smoke`: a few episodes
+per row, all cores (seconds; checks the bench runs, not its goal).
 Prints a table, then one JSON object as the last line.
 """
 
@@ -18,9 +20,12 @@ import os
 import platform
 import time
 from collections.abc import Sequence
+from typing import Any
+
+from _common import check_episodes, check_work
 
 from hatkit import __version__
-from hatkit.agent import Agent, InlineToolRunner, ThreadToolRunner, ToolRunner
+from hatkit.agent import Agent, InlineToolRunner, ThreadToolRunner, ToolRunner, Trace
 from hatkit.agent.loop import drive
 from hatkit.harness import Harness, load_harness
 from hatkit.sim.faults import FaultConfig, FaultInjectingRunner
@@ -28,43 +33,55 @@ from hatkit.sim.oracle import OraclePolicy
 from hatkit.sim.questions import Question, generate_questions
 from hatkit.sim.runner import ask_all
 
+BENCH = "sim_throughput"
 
-def run(harness: Harness, questions: Sequence[Question], runner: ToolRunner,
-        state_factory: object = None, batch: int = 64) -> tuple[float, int]:
-    """Seconds for all episodes, and how many ended with a fallback (should be 0)."""
+
+def run(harness: Harness, questions: Sequence[Question], runner: Any,
+        state_factory: Any = None, batch: int = 64, what: str = "warm-up") -> tuple[float, int]:
+    """Seconds for all episodes, and how many ended with a fallback (should be 0); stops the
+    bench if an episode hit a backend error."""
     agent = Agent(harness, OraclePolicy(harness, questions), tool_runner=runner,
-                  state_factory=state_factory)  # type: ignore[arg-type]
-    fallbacks = 0
+                  state_factory=state_factory)
+    traces: list[Trace] = []
     started = time.perf_counter()
     for i in range(0, len(questions), batch):
         chunk = questions[i:i + batch]
         episodes = [agent.episode() for _ in chunk]
         steps = [ask_all(e, [t.text for t in q.turns]) for e, q in zip(episodes, chunk, strict=True)]
         drive(agent.model, steps)
-        fallbacks += sum(1 for e in episodes if e.trace.events_of("fallback"))
-    return time.perf_counter() - started, fallbacks
+        traces += [e.trace for e in episodes]
+    seconds = time.perf_counter() - started
+    check_episodes(BENCH, traces, what)
+    check_work(BENCH, **{f"{what} model calls": sum(t.timings.model_calls for t in traces)})
+    fallbacks = sum(1 for t in traces if t.events_of("fallback"))
+    return seconds, fallbacks
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--episodes", type=int, default=3000)
     ap.add_argument("--http-episodes", type=int, default=300, help="episodes through the HTTP server")
     ap.add_argument("--all-cores", action="store_true", help="do not pin to one core")
-    args = ap.parse_args()
+    ap.add_argument("--smoke", action="store_true", help="a few episodes, all cores (seconds)")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        args.episodes, args.http_episodes = min(args.episodes, 40), min(args.http_episodes, 8)
+        args.all_cores = True  # never pin the calling process (a test run) to one core
     if not args.all_cores and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     harness = load_harness("live_commerce")
     questions = generate_questions(harness.rules, n=args.episodes, seed=0, split="dev")
     run(harness, questions[:200], InlineToolRunner())  # warm-up
     rows: list[tuple[str, int, float, int]] = []
-    for name, runner in [
+    runners: list[tuple[str, ToolRunner]] = [
         ("in-process, inline tools", InlineToolRunner()),
         ("in-process, thread tools", ThreadToolRunner()),
         ("in-process, faults 10%", FaultInjectingRunner(
             FaultConfig(rates={"timeout": 0.05, "server_error": 0.05}, seed=1, first_call_only=True),
             InlineToolRunner())),
-    ]:
-        secs, fb = run(harness, questions, runner)
+    ]
+    for name, runner in runners:
+        secs, fb = run(harness, questions, runner, what=name)
         rows.append((name, len(questions), secs, fb))
     http = _http_row(harness, questions[: args.http_episodes])
     if http is not None:
@@ -74,7 +91,7 @@ def main() -> None:
         print(f"{name:30} {n:9d} {secs:8.2f} {n / secs:11.0f} {fb:10d}")
     inline_eps = rows[0][1] / rows[0][2]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    result = {"bench": "sim_throughput", "cores": cores,
+    result: dict[str, Any] = {"bench": BENCH, "cores": cores,
               "rows": {name: {"episodes": n, "seconds": round(secs, 3), "episodes_per_s": round(n / secs, 1),
                               "fallbacks": fb} for name, n, secs, fb in rows},
               "goal_2000_eps_met": inline_eps >= 2000,
@@ -92,7 +109,8 @@ def _http_row(harness: Harness, questions: Sequence[Question]) -> tuple[str, int
     from hatkit.sim.tool_server import HttpToolRunner, running_server
 
     with running_server(harness) as base_url, HttpToolRunner(base_url) as runner:
-        secs, fb = run(harness, questions, runner, state_factory=runner.state_factory(), batch=16)
+        secs, fb = run(harness, questions, runner, state_factory=runner.state_factory(), batch=16,
+                       what="HTTP sandbox server")
     return ("HTTP sandbox server", len(questions), secs, fb)
 
 

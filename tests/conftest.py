@@ -1,4 +1,6 @@
-"""Shared fixtures. No test may reach the network: any non-loopback connect fails loudly."""
+"""Shared fixtures. No test may reach the network: any non-loopback connect fails loudly.
+Tiers (pyproject.toml): slow and gpu tests are deselected by default; gpu tests that are
+selected skip when there is no CUDA device."""
 
 from __future__ import annotations
 
@@ -23,6 +25,20 @@ def _is_loopback(address: object) -> bool:
         return ipaddress.ip_address(str(host)).is_loopback
     except ValueError:
         return isinstance(address, str | bytes)  # unix sockets are local
+
+
+@pytest.hookimpl(trylast=True)  # after -m deselection: torch is imported only for gpu tests
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu and not _has_cuda():
+        for item in gpu:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
 
 
 @pytest.fixture(autouse=True)

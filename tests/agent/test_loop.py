@@ -326,16 +326,42 @@ def test_apply_coupon_succeeds_with_the_permission_granted(lc: Harness) -> None:
     assert trace.final_reply == "Applied! Your total is $89.10."
 
 
-def test_tool_timeout_is_an_error_and_the_episode_still_replies(minimal_harness: Path) -> None:
-    add_file(minimal_harness, "tools/slow.py", SLOW_TOOL)
-    edit_spec(minimal_harness, tools=["slow"], tool_timeout_s=0.05)
-    agent, model = minimal_agent(minimal_harness, [call("slow", seconds=0.5), "That took too long."])
+GATED_TOOL = '''\
+    import time
+    from pathlib import Path
+
+    from hatkit.harness import tool
+
+
+    @tool(permission="demo.read")
+    def gated(folder: str) -> dict:
+        """Wait for `folder`/release (10 s at most), then write `folder`/done.
+
+        Args:
+            folder: Where the test releases the tool.
+        """
+        deadline = time.monotonic() + 10
+        while not (Path(folder) / "release").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (Path(folder) / "done").touch()
+        return {"done": True}
+'''
+
+
+def test_tool_timeout_is_an_error_and_the_episode_still_replies(minimal_harness: Path,
+                                                                tmp_path: Path) -> None:
+    add_file(minimal_harness, "tools/gated.py", GATED_TOOL)
+    edit_spec(minimal_harness, tools=["gated"], tool_timeout_s=0.05)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    agent, model = minimal_agent(minimal_harness, [call("gated", folder=str(gate)), "That took too long."])
     trace = agent.run("slow please")
+    assert not (gate / "done").exists()  # the loop stopped waiting; the tool is still running
+    (gate / "release").touch()
     assert error_types(trace) == ["timeout"]
     err = error_payload(tool_messages(model.requests[1])[0])
-    assert err == {"type": "timeout", "message": "'slow' did not answer within 0.05 s"}
+    assert err == {"type": "timeout", "message": "'gated' did not answer within 0.05 s"}
     assert trace.final_reply == "That took too long."
-    assert trace.tool_calls[0].seconds < 0.5
 
 
 def test_tool_time_is_counted(minimal_harness: Path) -> None:

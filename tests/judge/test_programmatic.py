@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -417,19 +416,14 @@ def test_declined_codes_are_negated() -> None:
     assert not c.negated
 
 
-# ---- speed -----------------------------------------------------------------------------------------
-def test_judging_takes_well_under_two_milliseconds_a_trace(judge: ProgrammaticJudge,
-                                                           clean: list[Case]) -> None:
-    for t, _, h in clean:
-        judge.judge(t, h)  # warm the per-harness caches
-    start = time.perf_counter()
-    rounds = 3
-    for _ in range(rounds):
-        for t, _, h in clean:
-            judge.judge(t, h)
-    per_trace = (time.perf_counter() - start) / (rounds * len(clean))
-    print(f"programmatic judge: {per_trace * 1000:.3f} ms per trace")
-    assert per_trace < 0.002
+# ---- warm caches ---------------------------------------------------------------------------------
+def test_judging_again_with_warm_caches_gives_the_same_verdicts(judge: ProgrammaticJudge,
+                                                               clean: list[Case]) -> None:
+    """(Its speed, under 2 ms a trace, is measured by bench/judge_speed.py, not asserted here.)"""
+    first = [judge.judge(t, h) for t, _, h in clean]
+    again = [judge.judge(t, h) for t, _, h in clean]
+    assert again == first
+    assert all(v.passed("accuracy") and v.error is None for v in first)
 
 
 # ---- robustness ------------------------------------------------------------------------------------

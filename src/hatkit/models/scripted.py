@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .base import ModelOutput, ModelRequest, ToolCall
-from .errors import ScriptExhausted
 
 Scripted = str | ModelOutput | Callable[[ModelRequest], "str | ModelOutput"]
 
@@ -39,7 +38,8 @@ class ScriptedModel:
         for req in requests:
             self.requests.append(req)
             if not self.queue:
-                results.append(ModelOutput.failed(ScriptExhausted("ScriptedModel: script exhausted")))
+                results.append(ModelOutput("", finish_reason="error",
+                                           error="ScriptedModel: script exhausted"))
                 continue
             item = self.queue.popleft()
             value = item(req) if callable(item) else item

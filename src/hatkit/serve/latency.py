@@ -19,6 +19,7 @@ memory     peak RSS of this process (VmHWM) and its growth during the concurrenc
            first content chunk and full turn per request, and the server's peak RSS (/healthz).
 
 Goal: >= 1.5x tokens/s from prompt lookup on domain replies with identical greedy output.
+A run whose episodes hit backend errors, or that generated nothing, stops before any verdict.
 Prints a table, then one JSON object as the last line.
 """
 
@@ -64,13 +65,20 @@ def run_agent(agent: Agent, questions: list[str], concurrency: int) -> dict[str,
     replies: list[str] = []
     started = time.perf_counter()
     for i in range(0, len(questions), concurrency):
-        for t in agent.run_many(questions[i:i + concurrency]):
+        traces = agent.run_many(questions[i:i + concurrency])
+        errors = [f"{e.kind}: {e.data}" for t in traces for e in t.events if e.kind == "model_error"]
+        if errors:  # a fallback reply is not a latency figure
+            raise SystemExit(f"latency: {len(errors)} backend error(s), first: {errors[0][:300]}; "
+                             "no verdict")
+        for t in traces:
             lat.append(t.timings.total_s)
             if t.timings.ttft_s is not None:
                 ttft.append(t.timings.ttft_s)
             tokens += _gen_tokens(t)
             replies.append(t.final_reply)
     wall = time.perf_counter() - started
+    if not tokens:
+        raise SystemExit(f"latency: no tokens generated at concurrency {concurrency}; no verdict")
     return {"episodes": len(lat), "p50_s": pct(lat, 50), "p95_s": pct(lat, 95), "p99_s": pct(lat, 99),
             "ttft_p50_s": pct(ttft, 50), "tokens": tokens, "wall_s": wall,
             "tokens_per_s": tokens / wall if wall else 0.0, "replies": replies}
@@ -117,7 +125,8 @@ def run_domain(model: LocalModel, reqs: list[ModelRequest]) -> dict[str, Any]:
             "acceptance": _acceptance(model, before) if model.speculative else None}
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> None:
+    """`base`: the model to measure (default: the embedded default model)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--questions", type=int, default=4, help="viewer messages per concurrency level")
     ap.add_argument("--concurrency", default="1,2,4,8", help="comma-separated levels")
@@ -141,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     if args.url:
         res = run_url(args.url, questions, levels)
+        failed = [c for c in levels if res[str(c)]["non_200"] == res[str(c)]["requests"]]
+        if failed:
+            raise SystemExit(f"latency: no request answered 200 at concurrency {failed}; no verdict")
         print(f"server peak RSS: {res['server_peak_rss_mb']} MiB")
         print(json.dumps({"bench": "latency", "url": args.url, "questions": len(questions),
                           "by_concurrency": {k: {m: round(x, 3) for m, x in v.items()}
@@ -152,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     import torch
 
-    base = LocalModel.default()
+    base = base or LocalModel.default()
     modes = _decoders(base, args)
     harness = load_harness("live_commerce")
     object.__setattr__(harness.spec.model, "max_new_tokens", args.max_new_tokens)  # bench-only override
