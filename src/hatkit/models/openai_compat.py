@@ -1,10 +1,11 @@
 """A ChatModel backend for any OpenAI-compatible chat-completions server (vLLM, SGLang,
 llama.cpp server, OpenAI itself).
 
-Server and network failures are returned as data (ModelOutput with finish_reason "error"),
-never raised: the agent loop records them and ends the episode cleanly, so a flaky server
+Server and network failures are returned as typed data (ModelOutput.error holding a
+`ModelError` subclass: rate limited, unavailable, timeout, bad request, context too long),
+never raised: the agent loop records their kind and ends the episode cleanly, so a flaky server
 costs one episode, not a whole run. Transient failures (429, 5xx, connection errors and
-timeouts) are retried with exponential backoff first.
+timeouts) are retried with exponential backoff first. A bug in this code still raises.
 """
 
 from __future__ import annotations
@@ -12,15 +13,25 @@ from __future__ import annotations
 import email.utils
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from .base import ChatMessage, FinishReason, ModelOutput, ModelRequest, TokenFormat, ToolCall
+from .chat_format import ZWSP
+from .errors import (
+    BackendTimeout,
+    BackendUnavailable,
+    BadModelRequest,
+    ContextTooLong,
+    ModelError,
+    RateLimited,
+)
 
 MAX_BACKOFF_S = 30.0
 """No single wait between attempts is longer than this, whatever Retry-After says."""
@@ -38,6 +49,19 @@ def _hermes_tool_call_text(call: ToolCall) -> str:
     return f"<tool_call>\n{payload}\n</tool_call>"
 
 
+_MARKUP = re.compile(r"<\|[^|<>\s]{1,48}\|>|</?(?:start_of_turn|end_of_turn|s|bos|eos)>"
+                     r"|\[/?INST\]|<</?SYS>>")
+"""Special-token spellings of the common chat-template families (ChatML/Llama-3/Phi `<|...|>`,
+Gemma, Llama-2/Mistral). The server's tokenizer is unknown here, and vLLM and SGLang turn such
+strings in a rendered prompt into real special tokens."""
+
+
+def neutralise_markup(text: str) -> str:
+    """`text` with every special-token spelling broken by a zero-width space (shown the same,
+    tokenised as plain text): no message but the harness's system prompt can open a turn."""
+    return _MARKUP.sub(lambda m: m.group(0)[0] + ZWSP + m.group(0)[1:], text)
+
+
 def to_openai_messages(messages: Sequence[ChatMessage], native_tools: bool) -> list[dict[str, Any]]:
     """Convert hatkit messages to the OpenAI chat shape.
 
@@ -52,6 +76,8 @@ def to_openai_messages(messages: Sequence[ChatMessage], native_tools: bool) -> l
     last_assistant_native = False
     merge_index: int | None = None  # index in `out` of the open <tool_response> user turn
     for msg in messages:
+        if msg.role != "system":  # untrusted: viewer text, tool output, replayed history
+            msg = replace(msg, content=neutralise_markup(msg.content))
         if msg.role == "assistant":
             merge_index = None
             has_native_calls = msg.native_tool_calls and bool(msg.tool_calls)
@@ -177,7 +203,8 @@ def _parse_completion(data: Any, stop: Sequence[str], total_s: float) -> ModelOu
     """A non-streamed chat.completion body -> ModelOutput."""
     choices = _as_list(_as_dict(data).get("choices"))
     if not choices or not isinstance(choices[0], dict):
-        return _error_output(f"response has no choices: {json.dumps(data)[:ERROR_BODY_CHARS]}", total_s)
+        return _error_output(BackendUnavailable(
+            f"response has no choices: {json.dumps(data)[:ERROR_BODY_CHARS]}"), total_s)
     choice = choices[0]
     message = _as_dict(choice.get("message"))
     content = message.get("content")
@@ -204,8 +231,19 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) else 0
 
 
-def _error_output(message: str, total_s: float = 0.0) -> ModelOutput:
-    return ModelOutput(text="", finish_reason="error", error=message, ttft_s=total_s, total_s=total_s)
+def _error_output(error: ModelError, total_s: float = 0.0) -> ModelOutput:
+    return ModelOutput.failed(error, total_s)
+
+
+_CONTEXT_PHRASES = ("context length", "context window", "maximum context", "too many tokens",
+                    "prompt is too long")
+
+
+def _client_error(status: int, message: str) -> ModelError:
+    """The typed error for a 4xx answer that retrying will not fix."""
+    if status == 413 or any(p in message.lower() for p in _CONTEXT_PHRASES):
+        return ContextTooLong(message)  # vLLM and OpenAI say so in a 400's message
+    return BadModelRequest(message)
 
 
 @dataclass
@@ -297,6 +335,8 @@ class _Retryable:
 
     reason: str
     retry_after_s: float | None = None
+    error: type[ModelError] = BackendUnavailable
+    """What the failure is, should the retries run out."""
 
 
 class OpenAICompatibleModel:
@@ -355,7 +395,7 @@ class OpenAICompatibleModel:
         self.close()
 
     def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
-        """One output per request; never raises for server or network problems."""
+        """One output per request; server and network problems come back as typed errors."""
         return [self._generate_one(request) for request in requests]
 
     # -- one request
@@ -394,23 +434,26 @@ class OpenAICompatibleModel:
     def _generate_one(self, request: ModelRequest) -> ModelOutput:
         body = self.request_body(request)
         attempts = self.max_retries + 1
-        last = ""
+        last = _Retryable("")
         for attempt in range(attempts):
             started = time.perf_counter()
             try:
                 result = self._attempt(body, request.stop, started)
             except httpx.TransportError as exc:  # connect/read errors and timeouts
-                result = _Retryable(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+                result = _Retryable(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+                                    error=BackendTimeout if isinstance(exc, httpx.TimeoutException)
+                                    else BackendUnavailable)
             except httpx.HTTPError as exc:  # e.g. undecodable body: retrying will not help
-                return _error_output(f"{type(exc).__name__} from {self.url}: {exc}",
+                return _error_output(BackendUnavailable(f"{type(exc).__name__} from {self.url}: {exc}"),
                                      time.perf_counter() - started)
             if isinstance(result, ModelOutput):
                 return result
-            last = result.reason
+            last = result
             if attempt + 1 < attempts:
                 self._sleep(self._delay(attempt, result.retry_after_s))
-        return _error_output(f"gave up on {self.url} after {attempts} attempt"
-                             f"{'s' if attempts != 1 else ''}; last error: {last}")
+        return _error_output(last.error(
+            f"gave up on {self.url} after {attempts} attempt{'s' if attempts != 1 else ''}; "
+            f"last error: {last.reason}", retry_after_s=last.retry_after_s))
 
     def _attempt(self, body: Mapping[str, Any], stop: Sequence[str],
                  started: float) -> ModelOutput | _Retryable:
@@ -420,10 +463,13 @@ class OpenAICompatibleModel:
             if status == 429 or status >= 500:
                 response.read()
                 return _Retryable(f"HTTP {status}: {_server_message(response.text)}",
-                                  _retry_after_s(response.headers.get("retry-after")))
+                                  _retry_after_s(response.headers.get("retry-after")),
+                                  RateLimited if status == 429 else
+                                  BackendTimeout if status == 504 else BackendUnavailable)
             if status >= 300:
                 response.read()
-                return _error_output(f"HTTP {status} from {self.url}: {_server_message(response.text)}",
+                message = _server_message(response.text)
+                return _error_output(_client_error(status, f"HTTP {status} from {self.url}: {message}"),
                                      time.perf_counter() - started)
             if "text/event-stream" in response.headers.get("content-type", ""):
                 return self._read_stream(response, stop, started)
@@ -433,8 +479,8 @@ class OpenAICompatibleModel:
             try:
                 data = json.loads(response.text)
             except ValueError:
-                return _error_output(f"invalid JSON from {self.url}: {response.text[:ERROR_BODY_CHARS]}",
-                                     total_s)
+                return _error_output(BackendUnavailable(
+                    f"invalid JSON from {self.url}: {response.text[:ERROR_BODY_CHARS]}"), total_s)
             return _parse_completion(data, stop, total_s)
 
     def _read_stream(self, response: httpx.Response, stop: Sequence[str],
@@ -444,13 +490,14 @@ class OpenAICompatibleModel:
             try:
                 chunk = json.loads(payload)
             except ValueError:
-                return _error_output(f"invalid stream chunk from {self.url}: {payload[:ERROR_BODY_CHARS]}",
-                                     time.perf_counter() - started)
+                return _error_output(BackendUnavailable(
+                    f"invalid stream chunk from {self.url}: {payload[:ERROR_BODY_CHARS]}"),
+                    time.perf_counter() - started)
             if not isinstance(chunk, dict):
                 continue
             if chunk.get("error"):  # vLLM reports failures inside the stream
-                return _error_output(f"error in stream from {self.url}: "
-                                     f"{_server_message(json.dumps(chunk))}",
-                                     time.perf_counter() - started)
+                return _error_output(BackendUnavailable(
+                    f"error in stream from {self.url}: {_server_message(json.dumps(chunk))}"),
+                    time.perf_counter() - started)
             state.add(chunk)
         return state.output(stop)
