@@ -33,6 +33,6 @@ def tiny_llama(vocab_size: int, seed: int = 0) -> Any:
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=vocab_size, hidden_size=32, intermediate_size=64,
                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=512, tie_word_embeddings=False,
+                         max_position_embeddings=4096, tie_word_embeddings=False,
                          eos_token_id=2, bos_token_id=1, pad_token_id=2, initializer_range=0.5)
     return LlamaForCausalLM(config).eval()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -11,12 +12,14 @@ from eval_helpers import OracleByHarness, last_user, scripted
 from hatkit.agent.trace import Span, Trace
 from hatkit.evals import SUITES, EvalSettings, SuiteResult, run_suite, run_suites
 from hatkit.evals.cases import TOOL_CATEGORIES
+from hatkit.evals.episodes import BackendFailed
 from hatkit.evals.latency import measure as latency_measure
 from hatkit.evals.lengths import measure as lengths_measure
 from hatkit.evals.safety import TRAPS
 from hatkit.evals.variant_qa import heldout_variants
 from hatkit.harness import Harness
-from hatkit.models.base import ModelRequest
+from hatkit.models.base import ModelOutput, ModelRequest
+from hatkit.models.errors import BackendUnavailable
 from hatkit.models.scripted import ScriptedModel
 from hatkit.sim.oracle import OraclePolicy
 from hatkit.sim.questions import generate_questions
@@ -236,3 +239,40 @@ def test_a_repeated_identical_call_ends_the_turn_before_the_call_budget(tmp_path
     r = run_suite("live_qa", varied, n=1, out_dir=tmp_path / "varied", settings=settings)
     t = json.loads(Path(str(r.traces)).read_text().splitlines()[0])
     assert [e["data"] for e in t["events"] if e["kind"] == "eval_budget"] == [{"max_model_calls": 5}]
+
+
+class _RaisingModel(ScriptedModel):
+    """A backend whose generate raises `error` (a bug, or a typed backend failure)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
+        raise self.error
+
+
+def test_a_backend_bug_stops_the_evaluation_naming_the_episodes(tmp_path: Path) -> None:
+    model = _RaisingModel(TypeError("_generate_batch() got an unexpected keyword argument 'sinks'"))
+    with pytest.raises(TypeError, match="sinks") as info:
+        run_suite("live_qa", model, n=2, out_dir=tmp_path, settings=FAST)
+    assert any("live_qa:" in note and "raised on a batch of 2" in note for note in info.value.__notes__)
+    assert not (tmp_path / "live_qa.json").exists()  # no score was written
+
+
+@pytest.mark.parametrize("suite", ["live_qa", "general_if"])
+def test_backend_failures_stop_a_suite_instead_of_being_scored(suite: str, tmp_path: Path) -> None:
+    model = _RaisingModel(BackendUnavailable("connection refused"))
+    with pytest.raises(BackendFailed, match="backend_unavailable: connection refused"):
+        run_suite(suite, model, n=2, out_dir=tmp_path, settings=FAST)
+    assert not (tmp_path / f"{suite}.json").exists()
+    tolerant = FAST.model_copy(update={"max_backend_errors": 100})
+    r = run_suite(suite, model, n=2, out_dir=tmp_path, settings=tolerant)
+    assert r.n == 2 and r.metrics.get("success", 0.0) == 0.0
+
+
+def test_the_evaluations_own_call_budget_is_scored_not_a_backend_failure(tmp_path: Path) -> None:
+    model = scripted(lambda _r: _call("again"))
+    settings = EvalSettings(max_model_calls=1, batch_size=4, max_backend_errors=0)
+    r = run_suite("live_qa", model, n=2, out_dir=tmp_path, settings=settings)
+    assert r.n == 2 and r.metrics["success"] == 0.0

@@ -15,7 +15,10 @@ from helpers import disable, make_loop, make_repo
 
 from hatkit.evolve.journal import Journal
 from hatkit.evolve.llm_proposer import LLMProposer, parse_edits
+from hatkit.models.base import ModelOutput
+from hatkit.models.errors import BackendUnavailable
 from hatkit.models.openai_compat import OpenAICompatibleModel
+from hatkit.models.scripted import ScriptedModel
 
 
 def _reflect(prompt: dict[str, Any]) -> str:
@@ -80,3 +83,10 @@ def test_parse_edits_drops_malformed_and_unsafe_answers() -> None:
     assert parse_edits('{"edits": [{"files": {"/abs": "x"}}, {"files": "nope"}]}', {}, 3) == []
     ok = parse_edits('{"edits": [{"files": {"skills/a/SKILL.md": "x"}, "rationale": "r"}]}', {}, 3)
     assert len(ok) == 1 and ok[0].proposer == "llm"
+
+
+def test_a_failing_proposer_backend_stops_the_run_instead_of_proposing_nothing(tmp_path: Path) -> None:
+    harness = make_repo(tmp_path, disable("get_promotions"))
+    down = ScriptedModel([ModelOutput.failed(BackendUnavailable("HTTP 503 after 4 attempts"))])
+    with pytest.raises(BackendUnavailable, match="HTTP 503"):
+        make_loop(harness, tmp_path / "run", LLMProposer(down)).run()

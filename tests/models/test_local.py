@@ -3,9 +3,11 @@ about greedy outputs; stop strings and log-probs behave."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from hatkit.models.base import ChatMessage, ModelRequest
+from hatkit.models.errors import ContextTooLong
 from hatkit.models.local import LocalModel
 from tiny import tiny_llama, tiny_tokenizer
 
@@ -70,11 +72,34 @@ def test_stop_string_cuts_the_row() -> None:
     assert len(cut.token_ids or []) <= 3
 
 
-def test_a_failing_batch_is_reported_not_raised() -> None:
+def test_a_prompt_longer_than_the_context_is_a_typed_error_and_the_rest_decode() -> None:
+    m = _model()
+    long = ModelRequest([ChatMessage("user", "x")], prompt_ids=[5] * m.context_tokens, max_new_tokens=2)
+    ok = _requests(m, ["hi"], max_new_tokens=2)[0]
+    bad_out, ok_out = m.generate([long, ok])
+    assert isinstance(bad_out.error, ContextTooLong) and bad_out.finish_reason == "error"
+    assert ok_out.error is None and ok_out.token_ids
+
+
+def test_a_bug_in_decoding_raises_instead_of_becoming_an_error_output() -> None:
     m = _model()
     bad = ModelRequest([ChatMessage("user", "x")], prompt_ids=[10**6], max_new_tokens=2)
-    out = m.generate([bad])[0]
-    assert out.finish_reason == "error" and out.error
+    with pytest.raises(IndexError):  # an id outside the vocabulary: the caller's bug
+        m.generate([bad])
+
+
+def test_a_stream_consumer_that_raises_is_logged_and_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    m = _model()
+    got: list[str] = []
+
+    def broken(text: str) -> None:
+        raise ValueError("client went away")
+
+    reqs = _requests(m, ["hi", "hi"], max_new_tokens=4)
+    outs = m.generate(reqs, streams=[broken, got.append])
+    assert all(o.error is None for o in outs) and got
+    assert m.stats["sink_errors"] == 1
+    assert "stream consumer raised" in caplog.text and "client went away" in caplog.text
 
 
 def test_decoder_matches_transformers_generate() -> None:

@@ -16,6 +16,15 @@ from serve_helpers import SlowModel, echo, running
 
 from hatkit.harness import Harness, load_harness
 from hatkit.models.base import ModelOutput, ModelRequest
+from hatkit.models.errors import (
+    BackendTimeout,
+    BackendUnavailable,
+    BadModelRequest,
+    ContextTooLong,
+    ModelError,
+    RateLimited,
+    ScriptExhausted,
+)
 from hatkit.models.scripted import ScriptedModel
 from hatkit.serve.app import create_app
 from hatkit.serve.limits import is_loopback
@@ -161,12 +170,50 @@ def test_request_timeout_is_504_and_frees_its_slot(lc: Harness) -> None:
         assert app.state.runner.limit.active == 0
 
 
+@pytest.mark.parametrize(("error", "status", "retry_after"), [
+    (RateLimited("upstream says slow down", retry_after_s=12), 429, "12"),
+    (RateLimited("no wait given"), 429, "5"),
+    (BackendUnavailable("upstream down"), 503, "5"),
+    (ScriptExhausted("script empty"), 503, "5"),
+    (BackendTimeout("upstream read timeout"), 504, None),
+    (ContextTooLong("prompt of 9000 tokens"), 413, None),
+    (BadModelRequest("HTTP 400: bad temperature"), 400, None),
+])
+def test_each_model_error_kind_has_its_status(lc: Harness, error: ModelError, status: int,
+                                              retry_after: str | None) -> None:
+    def failing(req: ModelRequest) -> ModelOutput:
+        return ModelOutput.failed(error)
+
+    app = create_app(lc, ScriptedModel([failing, failing]))
+    with running(app) as url, httpx.Client(base_url=url, timeout=10) as c:
+        for r in (c.post("/v1/live/messages", json={"message": "hi"}), c.post(CHAT, json=HELLO)):
+            assert r.status_code == status, r.text
+            assert r.headers.get("retry-after") == retry_after
+            err = r.json()["error"]
+            assert (err["type"], err["code"]) == (error.kind, status)
+            assert str(error) in err["message"]
+        assert f'hatkit_rejections_total{{reason="{error.kind}"}} 2.0' in c.get("/metrics").text
+
+
+def test_a_backend_bug_is_a_500_not_a_fallback_reply(lc: Harness) -> None:
+    def buggy(req: ModelRequest) -> str:
+        raise TypeError("_generate_batch() got an unexpected keyword argument 'sinks'")
+
+    app = create_app(lc, SlowModel(buggy))
+    with running(app) as url, httpx.Client(base_url=url, timeout=10) as c:
+        r = c.post("/v1/live/messages", json={"message": "hi"})
+        assert r.status_code == 500
+        assert lc.spec.fallback_reply not in r.text
+        assert c.post("/v1/live/messages", json={"message": "again"}).status_code == 500
+        assert app.state.runner.limit.active == 0  # the failed turns gave their slots back
+
+
 def test_backend_down_is_503_with_retry_after_and_healthz_recovers(lc: Harness) -> None:
     down = [True]
 
     def flaky(req: ModelRequest) -> str:
         if down[0]:
-            raise RuntimeError("connection refused by upstream")
+            raise BackendUnavailable("connection refused by upstream")
         return echo(req)
 
     app = create_app(lc, SlowModel(flaky), probe_interval_s=0.05)

@@ -173,3 +173,35 @@ def test_unknown_stream_policy_is_refused(lc: Harness) -> None:
 
     with pytest.raises(ValueError, match="stream_policy must be one of"):
         create_app(lc, DripModel(tool_then(REPLY)), stream_policy="sometimes")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- the gate agrees with the parser
+
+BARE = '{"name": "get_promotions", "arguments": {"product_id": "EL-001", "note": "a. b"}}'
+
+
+def test_gate_never_sends_any_part_of_a_bare_tool_call(lc: Harness) -> None:
+    """The parser finds bare calls after prose, in a list and in a code fence: the gate must
+    hold text from an open brace or fence, not stream the call's JSON until it closes."""
+    from hatkit.agent.parsing import parse_output
+
+    for policy in ("tokens", "sentences"):
+        for text in [f"Let me check. {BARE}", f"[{BARE}]", f"Sure! One sec.\n```json\n{BARE}\n```"]:
+            assert parse_output(text).tool_calls, text
+            sent: list[str] = []
+            gate = ReplyGate(policy, lc.enabled_hooks(), lambda: (), sent.append)  # type: ignore[arg-type]
+            gate.begin_call()
+            for i in range(0, len(text), 3):
+                gate.feed(text[i:i + 3])
+            assert not any(c in "".join(sent) for c in "{[`"), (policy, text, sent)
+
+
+def test_gate_streams_a_reply_with_closed_braces_and_holds_an_open_one(lc: Harness) -> None:
+    sent: list[str] = []
+    gate = ReplyGate("tokens", [], lambda: (), sent.append)
+    gate.begin_call()
+    for piece in ["Price ", "is {price} ", "today. ", "Use { ", "for blocks."]:
+        gate.feed(piece)
+    assert "".join(sent) == "Price is {price} today. Use"
+    gate.finish("Price is {price} today. Use { for blocks.")
+    assert "".join(sent) == "Price is {price} today. Use { for blocks." and not gate.withdrawn

@@ -2,8 +2,10 @@
 
 An episode is a generator that yields model requests and receives model outputs, so many
 episodes can wait on the model together and a backend can decode them in one batch
-(`Agent.run_many`). Nothing an episode meets (bad model output, failing tool, raising hook,
-backend error) escapes it: each becomes an event, and the episode ends with a reply.
+(`Agent.run_many`). What an episode is expected to meet (bad model output, a failing tool, a
+raising hook, a typed backend failure, `ModelError`) becomes an event and the episode ends with
+a reply; this loop is the one place backend failures become trace events. Anything else is a
+bug and propagates, with a note naming the episode, so it is never scored as a model's answer.
 """
 
 from __future__ import annotations
@@ -16,17 +18,20 @@ from ..harness import Harness, PostToolEvent, PreReplyEvent, PreToolEvent, ToolC
 from ..harness.hooks import OnErrorEvent, ToolPermission
 from ..models.base import ChatMessage, ChatModel, ModelOutput, ModelRequest, ToolCall
 from ..models.chat_format import tool_result_text
+from ..models.errors import ModelError
 from .errors import (
     AgentError,
     HookVeto,
     InjectedOutput,
     MalformedToolCall,
     PermissionDenied,
+    ServerError,
     ToolBudgetExceeded,
+    ToolTimeout,
     UnknownTool,
 )
 from .hook_runner import run_hooks
-from .parsing import BadCall, ParsedOutput, parse_output
+from .parsing import ParsedOutput, parse_native_calls, parse_output
 from .tool_runner import ThreadToolRunner, ToolRunner, check_call
 from .trace import Event, Span, ToolRecord, Trace
 
@@ -69,42 +74,60 @@ class Agent:
     def run_many(self, messages: Sequence[str], states: Sequence[Any] | None = None) -> list[Trace]:
         """Run episodes concurrently; their model calls are batched step by step."""
         episodes = [self.episode(states[i] if states else None) for i in range(len(messages))]
-        drive(self.model, [e.ask(m) for e, m in zip(episodes, messages, strict=True)])
+        drive(self.model, [e.ask(m) for e, m in zip(episodes, messages, strict=True)],
+              labels=[e.trace.episode_id for e in episodes])
         return [e.trace for e in episodes]
 
 
-def drive(model: ChatModel, steps: Sequence[Step]) -> list[str]:
+def drive(model: ChatModel, steps: Sequence[Step], labels: Sequence[str] | None = None) -> list[str]:
     """Advance generators together: collect their pending requests, generate them in one
-    call, send each output back. Returns each generator's final reply."""
+    call, send each output back. Returns each generator's final reply.
+
+    An exception that is not a `ModelError` (a bug in a backend, a tool runner, the loop)
+    propagates with a note naming the episode(s) it hit (`labels[i]`, else the index)."""
     results: list[str] = [""] * len(steps)
     pending: dict[int, ModelRequest] = {}
+    name = (lambda i: labels[i]) if labels is not None else (lambda i: f"#{i}")
     for i, step in enumerate(steps):
         try:
             pending[i] = next(step)
         except StopIteration as done:
             results[i] = done.value
+        except Exception as exc:
+            exc.add_note(f"in episode {name(i)}")
+            raise
     while pending:
         order = list(pending)
-        outputs = generate_safely(model, [pending[i] for i in order])
+        try:
+            outputs = generate_safely(model, [pending[i] for i in order])
+        except Exception as exc:
+            shown = ", ".join(name(i) for i in order[:8]) + (" ..." if len(order) > 8 else "")
+            exc.add_note(f"backend {model.model_id} raised on a batch of {len(order)} "
+                         f"request(s) for episode(s) {shown}")
+            raise
         for i, out in zip(order, outputs, strict=True):
             try:
                 pending[i] = steps[i].send(out)
             except StopIteration as done:
                 results[i] = done.value
                 del pending[i]
+            except Exception as exc:
+                exc.add_note(f"in episode {name(i)}")
+                raise
     return results
 
 
 def generate_safely(model: ChatModel, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
-    """model.generate, with a backend crash turned into error outputs (errors are data)."""
+    """model.generate, with a raised `ModelError` (the backend failed the whole call) turned
+    into one error output per request. Any other exception is a bug and propagates."""
     try:
         outputs = model.generate(requests)
-        if len(outputs) != len(requests):
-            raise RuntimeError(f"backend returned {len(outputs)} outputs for {len(requests)} requests")
-        return outputs
-    except Exception as exc:  # noqa: BLE001 - a backend crash ends episodes cleanly
-        return [ModelOutput("", finish_reason="error", error=f"{type(exc).__name__}: {exc}")
-                for _ in requests]
+    except ModelError as exc:
+        return [ModelOutput.failed(exc) for _ in requests]
+    if len(outputs) != len(requests):
+        raise RuntimeError(f"backend {model.model_id} returned {len(outputs)} outputs for "
+                           f"{len(requests)} requests")
+    return outputs
 
 
 class Episode:
@@ -123,6 +146,8 @@ class Episode:
                                      list(agent.prefix_ids) if agent.prefix_ids is not None else None,
                                      source="harness"))
         self._glue: list[int] = []
+        self._failures: dict[str, int] = {}
+        """Tool failures by kind in the current message (repeats end it: max_repeated_errors)."""
         self._prompt_tail = 0
         """Generation-prompt ids fed for a request whose answer has not been recorded yet."""
         self.turn = 0
@@ -205,6 +230,7 @@ class Episode:
         spec = self.agent.harness.spec
         self._feed(ChatMessage("user", text), "user", "viewer")
         calls_made = parse_failures = reply_retries = model_calls = 0
+        self._failures = {}
         first_call = True
         reply = ""
         while True:
@@ -219,9 +245,12 @@ class Episode:
             if first_call:
                 self.trace.timings.ttft_s = out.ttft_s
                 first_call = False
-            if out.error:
-                self._event("model_error", error=out.error)
-                reply = self._fallback("model_error", out.error)
+            if out.error is not None:
+                if not isinstance(out.error, ModelError):  # a third-party backend's bug
+                    raise TypeError(f"{self.agent.model.model_id} reported a failure as "
+                                    f"{type(out.error).__name__}, not a ModelError: {out.error!r}")
+                self._event("model_error", **out.error.event_data())
+                reply = self._fallback("model_error", f"{out.error.kind}: {out.error}")
                 break
             parsed = self._parse(out)
             generated = self._record_generation(out, parsed)
@@ -243,6 +272,11 @@ class Episode:
                 if parse_failures > spec.limits.max_parse_retries:
                     reply = self._fallback("max_parse_retries",
                                            f"{parse_failures} malformed tool calls")
+                    break
+                kind, times = max(self._failures.items(), key=lambda kv: kv[1], default=("", 0))
+                if times >= spec.limits.max_repeated_errors:
+                    reply = self._fallback("repeated_tool_errors", f"{times} tool calls failed "
+                                           f"with {kind} in one message")
                     break
                 continue
             reply = parsed.reply
@@ -269,18 +303,13 @@ class Episode:
             ids = out.token_ids[:-1] if out.token_ids and out.token_ids[-1] == fmt.eos_id else out.token_ids
             text = fmt.decode(ids)
         if "<tool_call>" in text and out.finish_reason == "stop" and not text.rstrip().endswith(
-                "</tool_call>") and text.rstrip().endswith("}"):
+                "</tool_call>") and text.rstrip().endswith(("}", "]")):
             text = text.rstrip() + "\n</tool_call>"  # HTTP servers strip the stop string
         parsed = parse_output(text, call_prefix=f"call_{self.turn}")
         if out.tool_calls:  # a backend with native tools: its calls are authoritative
-            parsed.tool_calls, parsed.bad_calls = [], []
-            for i, c in enumerate(out.tool_calls):
-                call_id = c.id or f"call_{self.turn}_{i}"
-                if "__raw__" in c.arguments:
-                    parsed.bad_calls.append(BadCall(str(c.arguments["__raw__"]),
-                                                    "arguments are not JSON", call_id, c.name))
-                else:
-                    parsed.tool_calls.append(ToolCall(c.name, c.arguments, call_id))
+            parsed.tool_calls, parsed.bad_calls, repairs = parse_native_calls(
+                out.tool_calls, call_prefix=f"call_{self.turn}")
+            parsed.repairs += repairs
             parsed.reply = ""
         for r in parsed.repairs:
             self._event("repair", repair=r.kind, detail=r.detail)
@@ -339,6 +368,9 @@ class Episode:
 
     def _tool_error(self, call: ToolCall, err: AgentError, seconds: float = 0.0) -> None:
         self._event("tool_error", error_type=err.kind, tool=call.name, message=str(err))
+        if not (err.injected or isinstance(err, ToolTimeout | ServerError | MalformedToolCall
+                                           | ToolBudgetExceeded)):  # transient, or own limits
+            self._failures[err.kind] = self._failures.get(err.kind, 0) + 1
         self.trace.tool_calls.append(ToolRecord(call.name, dict(call.arguments), None, err.kind,
                                                 str(err), seconds, self.turn))
         outcome = run_hooks(self.agent.hooks, OnErrorEvent(err.kind, str(err), call.name))

@@ -2,32 +2,43 @@
 malformations of small models and recording every repair.
 
 The convention is Hermes/Qwen: optional `<think>...</think>`, then tool calls as
-`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, or a plain reply.
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, or a plain reply. A block may hold
+several calls (objects back to back, or a JSON list): every one is kept, none dropped unseen.
+Native calls (a backend's structured `tool_calls`) go through the same repairs
+(`parse_native_calls`). Parsing is linear in the text's length: model text is untrusted.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..models.base import ToolCall
+from ..models.openai_compat import RAW_ARGUMENTS_KEY
 
 Segment = str  # "think_tool" | "think_reply" | "tool_call" | "reply"
 
 _OPEN = re.compile(r"<think>|<tool_call>")
 _CLOSE = {"<think>": "</think>", "<tool_call>": "</tool_call>"}
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
-_STRING = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""", re.DOTALL)
+_STRING = re.compile(r""""(?:[^"\\]|\\.)*+(?:"|\\?\Z)|'(?:[^'\\]|\\.)*+(?:'|\\?\Z)""", re.DOTALL)
+"""A quoted string; an unclosed one runs to the end, so every attempt matches (linear time)."""
+_SPECIAL = re.compile(r"""[\\{}"']""")
+_NAME_KEY = re.compile(r"""["']name["']\s*:""")
+_ARGS_KEY = re.compile(r"""["']arguments["']\s*:""")
+_MAX_BAD_RAW = 500
 
 
 @dataclass(frozen=True)
 class Repair:
     kind: str
     """missing_close_tag, bare_json, single_quotes, trailing_comma, arguments_string,
-    unclosed_think, missing_arguments, code_fence, trailing_text."""
+    unclosed_think, missing_arguments, code_fence, trailing_text, several_calls."""
     detail: str = ""
 
 
@@ -56,9 +67,10 @@ class ParsedOutput:
         return bool(self.tool_calls or self.bad_calls)
 
     def segment_at(self, pos: int) -> Segment:
-        for seg, start, end in self.spans:
-            if start <= pos < end:
-                return seg
+        """Binary search: the loop asks once per generated token."""
+        i = bisect.bisect_right(self.spans, pos, key=lambda span: span[1]) - 1
+        if i >= 0 and pos < self.spans[i][2]:
+            return self.spans[i][0]
         return self.spans[-1][0] if self.spans else "reply"
 
 
@@ -67,6 +79,7 @@ def parse_output(text: str, call_prefix: str = "call") -> ParsedOutput:
     out = ParsedOutput(text=text)
     marks: list[tuple[int, int, str]] = []  # (start, end, kind) for think and call regions
     bodies: list[str] = []
+    thinks: list[str] = []
     pos = 0
     while (m := _OPEN.search(text, pos)) is not None:  # one pass: whichever tag opens first
         tag = m.group(0)
@@ -77,35 +90,61 @@ def parse_output(text: str, call_prefix: str = "call") -> ParsedOutput:
             if close < 0:
                 out.repairs.append(Repair("unclosed_think"))
             marks.append((m.start(), end, "think"))
-            out.think += inner.strip()
+            thinks.append(inner.strip())
         else:
             if close < 0:
                 out.repairs.append(Repair("missing_close_tag"))
             marks.append((m.start(), end, "call"))
             bodies.append(inner)
         pos = end
+    out.think = "".join(thinks)
     if not bodies:
-        bare = _find_bare_call(text, marks)
-        if bare is not None:
-            start, stop = bare
+        for start, stop in _bare_calls(text, marks):
             out.repairs.append(Repair("bare_json"))
             marks.append((start, stop, "call"))
             bodies.append(text[start:stop])
-    for i, body in enumerate(bodies):
+    found: list[ToolCall | BadCall] = []
+    for body in bodies:
         try:
-            call, repairs, error = _parse_call(body)
+            found += _block(body, out.repairs)
         except (RecursionError, MemoryError):
-            call, repairs, error = None, [], "tool call is nested too deeply"
-        out.repairs.extend(repairs)
-        if call is None:
-            out.bad_calls.append(BadCall(body.strip()[:500], error, f"bad_{call_prefix}_{i}"))
+            found.append(BadCall(body.strip(), "tool call is nested too deeply"))
+    for i, item in enumerate(found):
+        if isinstance(item, ToolCall):
+            out.tool_calls.append(replace(item, id=f"{call_prefix}_{i}"))
         else:
-            out.tool_calls.append(ToolCall(call[0], call[1], f"{call_prefix}_{i}"))
+            out.bad_calls.append(replace(item, raw=item.raw[:_MAX_BAD_RAW], id=f"bad_{call_prefix}_{i}"))
     marks.sort()
     _label_spans(out, marks)
     if not out.wants_tools:
         out.reply = _strip_tags("".join(text[s:e] for seg, s, e in out.spans if seg == "reply"))
     return out
+
+
+def parse_native_calls(calls: Sequence[ToolCall], call_prefix: str = "call"
+                       ) -> tuple[list[ToolCall], list[BadCall], list[Repair]]:
+    """A backend's structured calls, checked and repaired exactly as text calls are.
+
+    Arguments the backend could not read as a JSON object come under RAW_ARGUMENTS_KEY; one
+    JSON-string layer is the native form, not a repair. Calls keep the backend's id (else
+    `{call_prefix}_{i}`), so each answer matches its call."""
+    good: list[ToolCall] = []
+    bad: list[BadCall] = []
+    repairs: list[Repair] = []
+    for i, c in enumerate(calls):
+        call_id = c.id or f"{call_prefix}_{i}"
+        args: Any = c.arguments[RAW_ARGUMENTS_KEY] if set(c.arguments) == {RAW_ARGUMENTS_KEY} \
+            else c.arguments
+        try:
+            raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
+            item = _checked(c.name, args, raw, repairs, encoded=True)
+        except (RecursionError, MemoryError):
+            item = BadCall("", "tool call is nested too deeply")
+        if isinstance(item, ToolCall):
+            good.append(replace(item, id=call_id))
+        else:
+            bad.append(replace(item, raw=item.raw[:_MAX_BAD_RAW], id=call_id, name=c.name))
+    return good, bad, repairs
 
 
 def _label_spans(out: ParsedOutput, marks: list[tuple[int, int, str]]) -> None:
@@ -125,21 +164,58 @@ def _strip_tags(text: str) -> str:
     return re.sub(r"</?(think|tool_call)>", "", text).strip()
 
 
-def _find_bare_call(text: str, marks: list[tuple[int, int, str]]) -> tuple[int, int] | None:
-    """A JSON object with "name" and "arguments" written without tags."""
-    for m in re.finditer(r"\{", text):
-        if any(s <= m.start() < e for s, e, _ in marks):
-            continue
-        end = _balanced_end(text, m.start())
-        if end is None:
-            continue
-        chunk = text[m.start():end]
-        if re.search(r"""["']name["']\s*:""", chunk) and re.search(r"""["']arguments["']\s*:""", chunk):
-            return m.start(), end
-    return None
+def _bare_calls(text: str, marks: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
+    """JSON objects with "name" and "arguments" written without tags, outside the marks."""
+    found, pos = [], 0
+    for start, end in [*((s, e) for s, e, _ in sorted(marks)), (len(text), len(text))]:
+        found += [(a, b) for a, b in _objects(text, pos, start)[0]
+                  if _NAME_KEY.search(text, a, b) and _ARGS_KEY.search(text, a, b)]
+        pos = max(pos, end)
+    return found
+
+
+def _objects(text: str, lo: int = 0, hi: int | None = None) -> tuple[list[tuple[int, int]], list[int]]:
+    """The outermost balanced {...} spans of text[lo:hi] in order, and the braces left open,
+    in linear time.
+
+    A brace never closed (prose) does not hide the objects inside it. Quotes open strings only
+    inside braces, as prose has apostrophes; a quote left open at the end is read again as
+    plain text. That takes at most two more passes: a string left open means no unescaped
+    quote of its kind follows, and there are two kinds."""
+    hi = len(text) if hi is None else hi
+    ignored: set[int] = set()
+    spans: list[tuple[int, int]] = []
+    opens: list[int] = []
+    for _ in range(3):
+        spans, opens = [], []
+        quote, at, escaped = "", -1, -1
+        for m in _SPECIAL.finditer(text, lo, hi):
+            i, c = m.start(), m.group()
+            if i == escaped:
+                continue
+            if c == "\\":
+                escaped = i + 1
+            elif quote:
+                quote = "" if c == quote else quote
+            elif c == "{":
+                opens.append(i)
+            elif c == "}":
+                if opens:
+                    start = opens.pop()
+                    while spans and spans[-1][0] > start:  # now inside this one
+                        spans.pop()
+                    spans.append((start, i + 1))
+            elif opens and i not in ignored:
+                quote, at = c, i
+        if not quote:
+            break
+        ignored.add(at)
+    return spans, opens
 
 
 def _balanced_end(text: str, start: int) -> int | None:
+    """End of the {...} opening at `start`, strings tracked from there; None if it never
+    closes. O(n) per call: the judge (judge.llm) calls it for a bounded number of starts."""
     depth, in_str, quote, escape = 0, False, "", False
     for i in range(start, len(text)):
         c = text[i]
@@ -161,6 +237,14 @@ def _balanced_end(text: str, start: int) -> int | None:
     return None
 
 
+def pending_call_start(text: str) -> int:
+    """Where text that could still become a bare tool call starts (len(text) if nowhere): the
+    first brace not yet closed, or a code fence not yet closed. A stream shows nothing past it."""
+    opens = _objects(text)[1]
+    fence = text.rfind("```") if text.count("```") % 2 else len(text)
+    return min(opens[0] if opens else len(text), fence)
+
+
 def _outside_strings(text: str, pattern: re.Pattern[str], repl: str) -> str:
     """Apply a regex substitution only outside quoted strings (values stay untouched)."""
     out, pos = [], 0
@@ -176,63 +260,111 @@ _LITERALS = [(re.compile(r"\btrue\b"), "True"), (re.compile(r"\bfalse\b"), "Fals
              (re.compile(r"\bnull\b"), "None")]
 
 
-def _loads(body: str) -> tuple[Any, list[Repair]]:
-    repairs: list[Repair] = []
+def _loads(text: str) -> tuple[Any, list[Repair]]:
+    """JSON, else JSON with trailing commas removed, else Python-literal syntax (single
+    quotes), evaluated safely (literals only). Raises ValueError."""
     try:
-        return json.loads(body), repairs
-    except ValueError:
+        return json.loads(text), []
+    except (ValueError, RecursionError):
         pass
-    fixed = _outside_strings(body, _TRAILING_COMMA, r"\1")
-    if fixed != body:
+    repairs: list[Repair] = []
+    fixed = _outside_strings(text, _TRAILING_COMMA, r"\1")
+    if fixed != text:
         repairs.append(Repair("trailing_comma"))
         try:
             return json.loads(fixed), repairs
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
-    try:  # single quotes: Python-literal syntax, evaluated safely (literals only)
+    try:
         pythonish = fixed
         for pattern, literal in _LITERALS:
             pythonish = _outside_strings(pythonish, pattern, literal)
         value = ast.literal_eval(pythonish)
-        repairs.append(Repair("single_quotes"))
-        return value, repairs
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        pass
-    end = _balanced_end(fixed, fixed.find("{")) if "{" in fixed else None
-    if end is not None and fixed[end:].strip():  # trailing junk after the object
-        repairs.append(Repair("trailing_text"))
-        return _loads(fixed[fixed.find("{"):end])[0], repairs
-    raise ValueError("not valid JSON")
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise ValueError("not valid JSON") from None
+    return value, [*repairs, Repair("single_quotes")]
 
 
-def _parse_call(body: str) -> tuple[tuple[str, dict[str, Any]] | None, list[Repair], str]:
+def _block(body: str, repairs: list[Repair]) -> list[ToolCall | BadCall]:
+    """The calls in one <tool_call> block: one object, several back to back, or a list."""
     body = body.strip()
-    fence: list[Repair] = []
     if body.startswith("```"):
         body = body.strip("`").removeprefix("json").strip()
-        fence.append(Repair("code_fence"))
+        repairs.append(Repair("code_fence"))
     if not body:
-        return None, fence, "empty tool call"
+        return [BadCall("", "empty tool call")]
+    values: list[tuple[Any, str] | BadCall] = []
     try:
-        data, repairs = _loads(body)
-    except (ValueError, TypeError):
-        return None, fence, "tool call is not a JSON object"
-    repairs = fence + repairs
+        value, fixes = _loads(body)
+        if isinstance(value, tuple):  # `{...}, {...}` read as a Python tuple: split it below
+            raise ValueError("several objects")
+        repairs += fixes
+        values.append((value, body))
+    except ValueError:
+        spans, opens = _objects(body)
+        cut = opens[0] if opens else len(body)  # from a brace never closed: one cut-off call
+        spans = [(a, b) for a, b in spans if b <= cut]
+        if not spans or spans == [(0, len(body))]:
+            return [BadCall(body, "tool call is not a JSON object" + (" (a brace is never closed)"
+                                                                      if opens else ""))]
+        outside = "".join(body[a:b] for a, b in zip([0] + [e for _, e in spans],
+                                                     [s for s, _ in spans] + [cut], strict=True))
+        if outside.strip(" \t\r\n,"):
+            repairs.append(Repair("trailing_text", "text outside the call's JSON"))
+        for a, b in spans:
+            try:
+                value, fixes = _loads(body[a:b])
+                repairs += fixes
+                values.append((value, body[a:b]))
+            except ValueError:
+                values.append(BadCall(body[a:b], "tool call is not a JSON object"))
+        if opens:
+            values.append(BadCall(body[cut:], "tool call is not a JSON object (a brace is never closed)"))
+    found: list[ToolCall | BadCall] = []
+    for item in values:
+        if isinstance(item, BadCall):
+            found.append(item)
+        elif isinstance(item[0], list):
+            if not item[0]:
+                found.append(BadCall(item[1], "tool call is an empty list"))
+            found += [_call(v, json.dumps(v, ensure_ascii=False, default=str), repairs) for v in item[0]]
+        else:
+            found.append(_call(item[0], item[1], repairs))
+    if len(found) > 1:
+        repairs.append(Repair("several_calls", f"{len(found)} calls in one block"))
+    return found
+
+
+def _call(data: Any, raw: str, repairs: list[Repair]) -> ToolCall | BadCall:
     if not isinstance(data, dict):
-        return None, repairs, "tool call is not a JSON object"
-    name = data.get("name")
-    if not isinstance(name, str) or not name.strip():
-        return None, repairs, "tool call has no 'name'"
+        return BadCall(raw, "tool call is not a JSON object")
     args = data.get("arguments", data.get("parameters"))
+    return _checked(data.get("name"), args, raw, repairs, encoded=False)
+
+
+def _checked(name: Any, args: Any, raw: str, repairs: list[Repair], encoded: bool) -> ToolCall | BadCall:
+    """The one check and repair of a call's name and arguments, for text and native calls."""
+    if not isinstance(name, str) or not name.strip():
+        return BadCall(raw, "tool call has no 'name'")
     if args is None:
-        repairs.append(Repair("missing_arguments"))
+        if not encoded:
+            repairs.append(Repair("missing_arguments"))
         args = {}
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
+    for layer in range(3):  # a string is decoded: once for native calls, more is a repair
+        if not isinstance(args, str):
+            break
+        if layer or not encoded:
             repairs.append(Repair("arguments_string"))
+        if not args.strip():
+            args = {}
+            break
+        try:
+            args, fixes = _loads(args)
         except ValueError:
-            return None, repairs, "'arguments' is a string that is not JSON"
+            native = encoded and not layer
+            return BadCall(raw, "arguments are not JSON" if native else
+                           "'arguments' is a string that is not JSON", name=name.strip())
+        repairs += fixes
     if not isinstance(args, dict):
-        return None, repairs, "'arguments' is not an object"
-    return (name.strip(), args), repairs, ""
+        return BadCall(raw, "'arguments' is not an object", name=name.strip())
+    return ToolCall(name.strip(), args)

@@ -54,6 +54,7 @@ def eval_suite(
 ) -> None:
     """Evaluate a model with one suite (or all); writes OUT/<suite>.json and prints the metrics."""
     from ..evals import DEFAULT_SETTINGS, QUICK_SETTINGS, QUICK_SIZES, SUITES, run_suites
+    from ..evals.episodes import BackendFailed
     from ..evals.questions_file import QuestionsFileError
     from ..harness import HarnessError
 
@@ -91,7 +92,8 @@ def eval_suite(
             results = run_suites(names, chat, sizes=sizes or None, out_dir=out, harness=h,
                                  questions=questions, seed=seed, on_suite=progress,
                                  settings=settings)
-    except (QuestionsFileError, HarnessError, DefaultModelError, ValueError, FileNotFoundError) as exc:
+    except (QuestionsFileError, HarnessError, DefaultModelError, ValueError, FileNotFoundError,
+            BackendFailed) as exc:
         raise _fail(str(exc)) from None
     table = Table("suite", "n", "metric", "value", "seconds")
     for name, r in results.items():

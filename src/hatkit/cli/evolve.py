@@ -57,6 +57,7 @@ def evolve_run(
     from ..evolve.proposers import Proposer, RuleBasedProposer
     from ..evolve.report import build_report, policy_for
     from ..judge.programmatic import ProgrammaticJudge
+    from ..models.errors import ModelError
 
     try:
         cfg = EvolveConfig(model=model, approve=approve, max_rounds=rounds, dev_n=dev_n,  # type: ignore[arg-type]
@@ -93,6 +94,9 @@ def evolve_run(
         result = loop.run()
     except VersioningError as exc:
         raise _fail(str(exc)) from None
+    except ModelError as exc:  # the proposer's model backend failed (the run is resumable)
+        raise _fail(f"the proposer's model failed ({exc.kind}): {exc}; rerun the same command "
+                    "to resume") from None
     _say(f"{result.rounds} round(s), {len(result.releases)} release(s); stopped: {result.stop_reason}")
     for name in result.releases:
         _say(f"  release {name}")

@@ -75,6 +75,7 @@ def run_cmd(
 ) -> None:
     """The HAT pipeline: data -> Base -> Fixed-SFT -> HSA-SFT -> +OPD -> HAT (HSA-RL), every
     evaluation suite on every model, then runs/<id>/report.md and report.html."""
+    from ..evals.episodes import BackendFailed
     from ..models.default_model import DefaultModelError
     from ..pipeline import PipelineConfigError, RunMismatchError, load_pipeline_config, prepare, run_pipeline
     from ..train.length_plan import TruncationRefused
@@ -128,7 +129,7 @@ def run_cmd(
     try:
         with bar:
             run_pipeline(cfg, root, on_start=on_start, on_end=on_end)
-    except (DefaultModelError, RunMismatchError, TruncationRefused) as exc:
+    except (DefaultModelError, RunMismatchError, TruncationRefused, BackendFailed) as exc:
         raise _fail(str(exc)) from None
     _say(f"pipeline finished in {(time.time() - started) / 60:.1f} min")
     _say(f"report: {root / 'report.md'} and {root / 'report.html'}")

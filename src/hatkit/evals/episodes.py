@@ -26,6 +26,7 @@ from ..harness import Harness
 from ..judge.programmatic import JUDGE_HARNESS, ProgrammaticJudge
 from ..judge.verdict import Verdict
 from ..models.base import ChatModel, ModelOutput, ModelRequest
+from ..models.errors import CallBudgetSpent
 from ..sim.faults import FaultInjectingRunner
 from .cases import EvalCase, ReplyCheck, check_replies
 from .result import EvalSettings, write_jsonl_atomic
@@ -33,6 +34,30 @@ from .success import Outcome, answered, episode_success, expects_tools, rate_wit
 
 Progress = Callable[[int, int], None]
 Step = Generator[ModelRequest, ModelOutput, str]
+OWN_STOPS = frozenset({CallBudgetSpent.kind})
+"""model_error kinds an evaluation causes itself (its call budget): scored as the model's."""
+
+
+class BackendFailed(RuntimeError):
+    """An evaluation met more model-backend failures than `max_backend_errors` allows."""
+
+
+def backend_errors(traces: Sequence[Trace]) -> list[str]:
+    """'episode: kind: message' for every backend failure (not the evaluation's own stops)."""
+    return [f"{t.episode_id}: {e.data.get('error_type', '?')}: {e.data.get('error', '')}"
+            for t in traces for e in t.events_of("model_error")
+            if e.data.get("error_type") not in OWN_STOPS]
+
+
+def check_backend(errors: Sequence[str], settings: EvalSettings, suite: str) -> None:
+    """Stop (BackendFailed, naming the first episodes) past the tolerated failures."""
+    if len(errors) > settings.max_backend_errors:
+        shown = "; ".join(errors[:3]) + (" ..." if len(errors) > 3 else "")
+        raise BackendFailed(
+            f"{suite}: {len(errors)} model call(s) failed in the backend (tolerated: "
+            f"{settings.max_backend_errors}): {shown}. A failed call is not the model's answer, so "
+            "the suite stops instead of scoring it; fix the backend (or raise max_backend_errors) "
+            "and run again.")
 
 
 @dataclass
@@ -95,7 +120,7 @@ def _bounded(step: Step, settings: EvalSettings, ep: Episode) -> Step:
             if calls > settings.max_model_calls:
                 budget = settings.max_model_calls
                 ep.trace.events.append(Event("eval_budget", ep.turn, {"max_model_calls": budget}))
-                out = ModelOutput("", finish_reason="error", error=(
+                out = ModelOutput.failed(CallBudgetSpent(
                     f"evaluation budget of {settings.max_model_calls} model calls per message spent"))
             else:
                 cap = min(request.max_new_tokens, settings.max_new_tokens)
@@ -105,7 +130,7 @@ def _bounded(step: Step, settings: EvalSettings, ep: Episode) -> Step:
                 if call and settings.max_repeated_calls and seen[call] >= settings.max_repeated_calls:
                     ep.trace.events.append(Event("eval_budget", ep.turn, {
                         "reason": "repeated_call", "times": seen[call], "call": call[:200]}))
-                    out = ModelOutput("", finish_reason="error", error=(
+                    out = ModelOutput.failed(CallBudgetSpent(
                         f"the same tool call written {seen[call]} times in one turn"))
             request = step.send(out)
     except StopIteration as done:
@@ -146,6 +171,7 @@ def run_cases(model: ChatModel, harness: Harness, cases: Sequence[EvalCase], *, 
     total = total if total is not None else done_before + len(cases)
     out = empty_episodes()
     out.thresholds = dict(judge.thresholds)
+    failed: list[str] = []
     for start in range(0, len(cases), settings.batch_size):
         chunk = cases[start:start + settings.batch_size]
         episodes = []
@@ -157,7 +183,10 @@ def run_cases(model: ChatModel, harness: Harness, cases: Sequence[EvalCase], *, 
             ep.trace.meta.update(case.meta(), suite=suite, seed=seed, episode_key=key, **(extra_meta or {}))
             episodes.append(ep)
         drive(model, [_episode_step(ep, case.texts, settings)
-                      for ep, case in zip(episodes, chunk, strict=True)])
+                      for ep, case in zip(episodes, chunk, strict=True)],
+              labels=[ep.trace.episode_id for ep in episodes])
+        failed += backend_errors([ep.trace for ep in episodes])
+        check_backend(failed, settings, suite)
         for ep, case in zip(episodes, chunk, strict=True):
             trace = ep.trace
             out.cases.append(case)

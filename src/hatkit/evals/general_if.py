@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from ..agent.loop import generate_safely
 from ..models.base import ChatMessage, ChatModel, ModelRequest
 from .context import SuiteContext
+from .episodes import check_backend
 from .if_check import Benchmark, IFScore, aggregate, check_answer, registry, strip_think
 from .if_data import load_ifbench
 from .if_prompts import IFPrompt, synthesize_if_prompts
@@ -117,7 +118,7 @@ def answer(model: ChatModel, prompts: Sequence[IFPrompt], settings: EvalSettings
         for out in outputs:
             if out.error:
                 answers.append("")
-                errors.append(out.error)
+                errors.append(f"{out.error.kind}: {out.error}")
                 continue
             text = out.text
             if fmt is not None and out.token_ids:
@@ -133,6 +134,7 @@ def run(ctx: SuiteContext) -> SuiteResult:
     started = time.perf_counter()
     prompts, info = prompts_for(ctx)
     answers, errors = answer(ctx.model, prompts, ctx.settings, ctx)
+    check_backend(errors, ctx.settings, "general_if")
     scores: list[IFScore] = []
     for p, a in zip(prompts, answers, strict=True):
         bench: Benchmark = "ifbench" if p.source == "ifbench" else "ifeval"

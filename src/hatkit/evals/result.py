@@ -78,6 +78,10 @@ class EvalSettings(BaseModel):
         "'repeated_call') when the model writes the same tool call this many times in it: a "
         "model that loops on one call would spend the whole call budget; None = never."))
     if_max_new_tokens: int = Field(default=256, ge=1, description="New tokens per general_if answer.")
+    max_backend_errors: int = Field(default=0, ge=0, description=(
+        "Model backend failures (unavailable, rate limited, timeout, context too long; after the "
+        "backend's own retries) a suite tolerates before it stops with BackendFailed. A failed "
+        "call is the backend's fault, not the model's answer, so it is never scored silently."))
     batch_size: int = Field(default=8, ge=1, description="Episodes (or prompts) decoded together.")
     n_variants: int = Field(default=4, ge=1, description="Held-out harness variants variant_qa spreads over.")
     judge: str | None = Field(default=None, description=(

@@ -87,7 +87,8 @@ def run_questions(harness: Harness, questions: Sequence[Question], policy: Polic
                              locale=q.locale, template_id=q.template_id)
         eps.append(ep)
     drive(agent.model, [ask_all(ep, [t.text for t in q.turns]) for ep, q in zip(eps, questions,
-                                                                               strict=True)])
+                                                                               strict=True)],
+          labels=[ep.trace.episode_id for ep in eps])
     return [ep.trace for ep in eps]
 
 

@@ -75,8 +75,8 @@ class LLMProposer:
     def propose(self, ctx: ProposalContext) -> list[Edit]:
         out = self.model.generate([ModelRequest(self.prompt(ctx), max_new_tokens=self.max_new_tokens,
                                                 temperature=self.temperature)])[0]
-        if out.error:
-            return []
+        if out.error is not None:  # a backend failure is not "no edits to propose"
+            raise out.error
         clusters = {c.key: c for c in ctx.diagnosis.clusters}
         return parse_edits(out.text, clusters, self.max_edits)
 

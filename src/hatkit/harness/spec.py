@@ -53,6 +53,10 @@ class Limits(_Strict):
     max_tool_calls: int = Field(default=8, ge=0, le=64, description="Tool calls per message.")
     tool_timeout_s: float = Field(default=5.0, gt=0, le=600, description="Per tool call.")
     max_parse_retries: int = Field(default=2, ge=0, le=10, description="Malformed-call retries.")
+    max_repeated_errors: int = Field(
+        default=3, ge=1, le=64, description="Tool failures of one kind the model caused (unknown "
+        "tool, bad arguments, permission denied, ...; not timeouts, 5xx or injected faults) in "
+        "one message before it ends with the fallback.")
     max_reply_retries: int = Field(
         default=1, ge=0, le=5, description="Regenerations after a hook vetoes a reply."
     )

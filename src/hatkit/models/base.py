@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from .errors import ModelError
+
 Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "length", "tool_calls", "error"]
 
@@ -75,12 +77,14 @@ class ModelOutput:
     completion_tokens: int = 0
     ttft_s: float = 0.0
     total_s: float = 0.0
-    error: str | None = None
-    """Set when the backend failed; the loop records it and ends the episode cleanly."""
+    error: ModelError | None = None
+    """Set when the backend failed on this request; the loop records its kind and ends the
+    episode with the fallback. Only a `ModelError` may be reported this way."""
 
-
-class ModelError(RuntimeError):
-    """A backend failure that retries did not fix (bad request, server down, script empty)."""
+    @classmethod
+    def failed(cls, error: ModelError, total_s: float = 0.0) -> ModelOutput:
+        """The output of a request the backend could not serve."""
+        return cls("", finish_reason="error", error=error, ttft_s=total_s, total_s=total_s)
 
 
 class TokenFormat(Protocol):

@@ -14,6 +14,7 @@ can send tokens before the call returns.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -24,11 +25,13 @@ from .assisted import check_draft, decode_one_assisted
 from .base import ModelOutput, ModelRequest
 from .chat_format import ChatTemplateFormat
 from .decoding import decode_batch, decode_one_speculative
+from .errors import BackendUnavailable, ContextTooLong
 from .speculative import SpecStats
 
 SPECULATIVE_MODES = (None, "prompt_lookup", "draft")
 TextSink = Callable[[str], None]
 """Receives a request's generated text piece by piece (end-of-turn token left out)."""
+log = logging.getLogger(__name__)
 
 
 class _Detokenizer:
@@ -95,6 +98,8 @@ class LocalModel:
         self._cache: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self._cache_size = prefix_cache_size
         self._format = ChatTemplateFormat(tokenizer, self.native_tools)
+        self.context_tokens = int(getattr(model.config, "max_position_embeddings", None) or 2**31)
+        """A prompt must be shorter than this (a longer one is a ContextTooLong output)."""
         self.pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None
                           else tokenizer.eos_token_id)
         self.stats: dict[str, float] = {"prefix_hits": 0, "prefix_misses": 0, "batches": 0, "rows": 0}
@@ -129,7 +134,11 @@ class LocalModel:
     def generate(self, requests: Sequence[ModelRequest],
                  streams: Sequence[TextSink | None] | None = None) -> list[ModelOutput]:
         """One output per request; `streams[i]` (optional) receives request i's text as it is
-        generated. A sink that raises is dropped for the rest of the call, decoding goes on."""
+        generated. A sink that raises is dropped for the rest of the call (logged with its
+        traceback and counted in `stats["sink_errors"]`); decoding goes on.
+
+        A request that does not fit the context comes back as a ContextTooLong output and an
+        exhausted accelerator as BackendUnavailable; any other exception is a bug and raises."""
         if streams is not None and len(streams) != len(requests):
             raise ValueError(f"{len(streams)} streams for {len(requests)} requests")
         outputs: list[ModelOutput | None] = [None] * len(requests)
@@ -137,6 +146,11 @@ class LocalModel:
         for i, r in enumerate(requests):
             if r.prompt_ids is None:
                 raise ValueError("LocalModel needs prompt_ids (the agent loop provides them)")
+            if len(r.prompt_ids) >= self.context_tokens:
+                outputs[i] = ModelOutput.failed(ContextTooLong(
+                    f"the prompt has {len(r.prompt_ids)} tokens; {self.model_id}'s context holds "
+                    f"{self.context_tokens}"))
+                continue
             prefix = tuple(r.prompt_ids[: r.prefix_len]) if self.use_prefix_cache else ()
             key = (prefix, r.temperature, r.top_p, tuple(r.stop), r.max_new_tokens)
             groups.setdefault(key, []).append(i)
@@ -146,9 +160,9 @@ class LocalModel:
                 sinks = [streams[i] if streams is not None else None for i in chunk]
                 try:
                     results = self._generate_batch([requests[i] for i in chunk], sinks)
-                except Exception as exc:  # noqa: BLE001 - a failed call is data, not a crash
-                    results = [ModelOutput("", finish_reason="error", error=f"{type(exc).__name__}: {exc}")
-                               for _ in chunk]
+                except (MemoryError, _torch_oom()) as exc:  # the device ran out, not a bug
+                    results = [ModelOutput.failed(BackendUnavailable(
+                        f"out of memory decoding {len(chunk)} request(s): {exc}")) for _ in chunk]
                 for i, out in zip(chunk, results, strict=True):
                     outputs[i] = out
         return [o for o in outputs if o is not None]
@@ -185,7 +199,9 @@ class LocalModel:
                 return
             try:
                 d.push(token)
-            except Exception:  # noqa: BLE001 - a broken consumer must not stop the batch
+            except Exception:
+                log.exception("a stream consumer raised; it gets no more text in this call")
+                self.stats["sink_errors"] = self.stats.get("sink_errors", 0) + 1
                 rows[row] = None
 
         return on_token
@@ -251,6 +267,12 @@ class LocalModel:
         self.stats["spec_steps"] = self.spec.steps
         self.stats["spec_tokens"] = self.spec.tokens
         self.stats["spec_acceptance_rate"] = round(self.spec.acceptance_rate, 4)
+
+
+def _torch_oom() -> type[BaseException]:
+    import torch
+
+    return torch.OutOfMemoryError
 
 
 def _load_draft(path: str | Path, target: Any) -> tuple[Any, Any]:

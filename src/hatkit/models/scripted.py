@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .base import ModelOutput, ModelRequest, ToolCall
+from .errors import ScriptExhausted
 
 Scripted = str | ModelOutput | Callable[[ModelRequest], "str | ModelOutput"]
 
@@ -38,8 +39,7 @@ class ScriptedModel:
         for req in requests:
             self.requests.append(req)
             if not self.queue:
-                results.append(ModelOutput("", finish_reason="error",
-                                           error="ScriptedModel: script exhausted"))
+                results.append(ModelOutput.failed(ScriptExhausted("ScriptedModel: script exhausted")))
                 continue
             item = self.queue.popleft()
             value = item(req) if callable(item) else item

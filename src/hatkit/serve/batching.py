@@ -13,14 +13,16 @@ backend the sink gets the whole text once the call returns. Every call's outcome
 
 from __future__ import annotations
 
-import contextlib
 import inspect
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..models.base import ChatModel, ModelOutput, ModelRequest, TokenFormat
 from .health import BackendHealth
+
+log = logging.getLogger(__name__)
 
 Sink = Callable[[str], None]
 
@@ -121,9 +123,11 @@ class BatchingModel:
             return self.inner.generate(flat, streams=sinks)  # type: ignore[call-arg]
         outs = self.inner.generate(flat)
         for sink, out in zip(sinks, outs, strict=False):
-            if sink is not None and out.text and not out.error:
-                with contextlib.suppress(Exception):  # a broken consumer must not fail the batch
+            if sink is not None and out.text and out.error is None:
+                try:
                     sink(out.text)
+                except Exception:
+                    log.exception("a stream consumer raised; its text was not delivered")
         return outs
 
     def _finish(self, job: _Job) -> list[ModelOutput]:

@@ -10,6 +10,7 @@ token) at most every `probe_interval_s`, so a recovered backend is noticed witho
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -17,6 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models.base import ModelOutput
+from ..models.errors import ModelError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -40,7 +44,7 @@ class BackendHealth:
         self._probing = False
 
     def record(self, outputs: Sequence[ModelOutput]) -> None:
-        errors = [o.error for o in outputs if o.error]
+        errors = [f"{o.error.kind}: {o.error}" for o in outputs if o.error is not None]
         if errors:
             self.failed(errors[0])
         elif outputs:
@@ -79,8 +83,12 @@ class BackendHealth:
         def run() -> None:
             try:
                 probe()
-            except Exception as exc:  # noqa: BLE001 - a failed probe is a health fact, not a crash
-                self.failed(f"probe: {type(exc).__name__}: {exc}")
+            except ModelError as exc:  # the backend is still down: a health fact
+                self.failed(f"probe: {exc.kind}: {exc}")
+            except Exception as exc:
+                log.error("the backend health probe crashed (a bug, not a backend outage)",
+                          exc_info=exc)
+                self.failed(f"probe crashed: {type(exc).__name__}: {exc}")
             finally:
                 with self._lock:
                     self._probing = False

@@ -54,10 +54,10 @@ def run_url(url: str, questions: list[str], concurrencies: list[int]) -> dict[st
             from hatkit.models.speculative import spec_acceptance_from_metrics
 
             res["spec"] = spec_acceptance_from_metrics(client.get(f"{base}/metrics").text)
-        except Exception:  # noqa: BLE001 - metrics are optional
+        except httpx.HTTPError:  # metrics are optional
             res["spec"] = None
         try:
             res["server_peak_rss_mb"] = client.get(f"{base}/healthz").json()["peak_rss_bytes"] / 2**20
-        except Exception:  # noqa: BLE001 - an older server has no peak_rss_bytes
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):  # an older server has none
             res["server_peak_rss_mb"] = None
     return res

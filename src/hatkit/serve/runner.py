@@ -3,14 +3,17 @@
 At most `limit` turns run at once, each in a worker thread; when all are busy a request is
 refused at once with 429 + Retry-After (nothing queues). A turn past the timeout answers 504;
 its thread runs to its end and keeps its slot until then, so timed-out work stays bounded.
-A turn whose model call failed (backend down) answers 503 + Retry-After, not the fallback
-reply; tool failures are data and still end in a normal reply.
+A turn whose model call failed with a typed `ModelError` answers that kind's status (429 rate
+limited, 503 unavailable, 504 backend timeout, 413 context too long, 400 bad request) with
+Retry-After where it applies, not the fallback reply; tool failures are data and still end in
+a normal reply. Any other exception is a bug: it propagates and the client gets a 500.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -18,6 +21,7 @@ from typing import Any
 
 from ..agent import Trace
 from ..models.base import ChatMessage, ModelOutput, ModelRequest
+from ..models.errors import ModelError, error_class
 from .batching import BatchingModel
 from .hotswap import Release
 from .limits import ConcurrencyLimit, Saturated
@@ -25,6 +29,7 @@ from .metrics import ServerMetrics
 from .streaming import ReplyGate, StreamPolicy
 
 BACKEND_RETRY_AFTER_S = 5
+log = logging.getLogger(__name__)
 
 
 class ApiError(Exception):
@@ -73,14 +78,15 @@ class Runner:
         self.executor = ThreadPoolExecutor(max_workers=limit.limit, thread_name_prefix="hatkit-turn")
 
     def _generate(self, request: ModelRequest, sink: Callable[[str], None] | None) -> ModelOutput:
-        """One model call; a backend crash becomes an error output (the loop records it)."""
+        """One model call; a raised ModelError becomes an error output (the loop records its
+        kind); anything else is a bug and propagates."""
         try:
             outs = self.model.generate([request], streams=[sink] if sink else None)
-            if len(outs) != 1:
-                raise RuntimeError(f"backend returned {len(outs)} outputs for 1 request")
-            return outs[0]
-        except Exception as exc:  # noqa: BLE001 - a backend crash ends the turn cleanly (503)
-            return ModelOutput("", finish_reason="error", error=f"{type(exc).__name__}: {exc}")
+        except ModelError as exc:
+            return ModelOutput.failed(exc)
+        if len(outs) != 1:
+            raise RuntimeError(f"backend returned {len(outs)} outputs for 1 request")
+        return outs[0]
 
     def turn(self, release: Release, history: Sequence[tuple[str, str]], text: str,
              max_tokens: int | None, meta: Mapping[str, Any],
@@ -147,24 +153,52 @@ class Runner:
         return ApiError(504, f"the agent did not answer within {self.timeout_s:g} s", "timeout")
 
     def conclude(self, result: TurnResult) -> TurnResult:
-        """Metrics for a finished turn; 503 when its model backend failed."""
+        """Metrics for a finished turn; its ModelError's status when the model call failed."""
         errors = result.trace.events_of("model_error")
         if errors:
-            self.metrics.rejections.labels("backend_unavailable").inc()
-            raise ApiError(503, "the model backend is unavailable: "
-                           f"{str(errors[-1].data.get('error', '?'))[:300]}",
-                           "backend_unavailable", {"Retry-After": str(BACKEND_RETRY_AFTER_S)})
+            raise self.model_error(errors[-1].data)
         self.metrics.observe_trace(result.trace, result.prompt_tokens, result.completion_tokens)
         return result
+
+    def model_error(self, data: Mapping[str, Any]) -> ApiError:
+        """The HTTP answer for a `model_error` event: its kind's status and Retry-After."""
+        kind = str(data.get("error_type", ""))
+        cls = error_class(kind)
+        kind = cls.kind
+        self.metrics.rejections.labels(kind).inc()
+        headers: dict[str, str] = {}
+        if cls.http_status in (429, 503):
+            wait = data.get("retry_after_s")
+            seconds = wait if isinstance(wait, int | float) else BACKEND_RETRY_AFTER_S
+            headers["Retry-After"] = str(max(1, round(seconds)))
+        return ApiError(cls.http_status, f"model backend failed ({kind}): "
+                        f"{str(data.get('error', '?'))[:300]}", kind, headers)
+
+    def crashed(self, exc: BaseException) -> ApiError:
+        """A turn that raised something other than a ModelError: a bug. Logged with its
+        traceback; the client gets a JSON 500 (no internals) and the server goes on."""
+        log.error("an agent turn crashed (a bug, not a model failure)", exc_info=exc)
+        self.metrics.rejections.labels("internal_error").inc()
+        return ApiError(500, f"internal error ({type(exc).__name__}); see the server log",
+                        "internal_error")
+
+    def outcome(self, fut: Future[TurnResult] | asyncio.Future[TurnResult]) -> TurnResult:
+        """A finished turn's result, concluded: its ModelError's status, or a 500 for a bug."""
+        try:
+            result = fut.result()
+        except ApiError:
+            raise  # the turn refused the request itself (context too long)
+        except Exception as exc:
+            raise self.crashed(exc) from exc
+        return self.conclude(result)
 
     async def run(self, release: Release, history: Sequence[tuple[str, str]], text: str,
                   max_tokens: int | None, meta: Mapping[str, Any]) -> TurnResult:
         fut = self.submit(release, history, text, max_tokens, meta)
-        try:
-            result = await asyncio.wait_for(asyncio.wrap_future(fut), self.timeout_s)
-        except TimeoutError:
-            raise self.timeout_error() from None
-        return self.conclude(result)
+        done, _ = await asyncio.wait({asyncio.wrap_future(fut)}, timeout=self.timeout_s)
+        if not done:
+            raise self.timeout_error()
+        return self.outcome(fut)
 
     def _done(self) -> None:
         self.limit.release()

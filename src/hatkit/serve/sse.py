@@ -82,7 +82,7 @@ async def stream_chat(runner: Runner, release: Release, history: Sequence[tuple[
     except TimeoutError:
         raise runner.timeout_error() from None
     if first is None:
-        runner.conclude(fut.result())  # 503 before anything was sent
+        runner.outcome(fut)  # an error status before anything was sent
     created = int(time.time())
     cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
@@ -103,9 +103,8 @@ async def stream_chat(runner: Runner, release: Release, history: Sequence[tuple[
             yield f"data: {json.dumps(runner.timeout_error().body())}\n\n"
             yield DONE
             return
-        result = fut.result()
         try:
-            runner.conclude(result)
+            result = runner.outcome(fut)
         except ApiError as err:
             yield f"data: {json.dumps(err.body())}\n\n"
             yield DONE

@@ -20,7 +20,8 @@ a tool result) — a vetoed reply is regenerated. Text sent over SSE cannot be t
   tag.
 
 In every policy a model message is held until its first visible characters rule out a tool
-call (`<`, `{` or a code fence start one), and a message that turns out to carry a tool call
+call (`<`, `{`, `[` or a code fence start one), text from a brace or code fence still open is
+held (the parser finds bare calls there), and a message that turns out to carry a tool call
 sends nothing more. Reasoning in `<think>` is never sent. Hooks run here without side effects
 on the trace (the loop runs them again, and records them, on the final text).
 """
@@ -32,7 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ..agent.hook_runner import run_hooks
-from ..agent.parsing import parse_output
+from ..agent.parsing import parse_output, pending_call_start
 from ..harness import Hook, PreReplyEvent
 
 StreamPolicy = Literal["auto", "hold", "sentences", "tokens"]
@@ -98,7 +99,8 @@ class ReplyGate:
             self._blocked = True  # a tool-call message: never shown
             return
         reply = parsed.reply
-        if not reply or reply[0] in "<{`":
+        reply = reply[:pending_call_start(reply)]  # an open '{' or fence may yet be a bare call
+        if not reply or reply[0] in "<{[`":
             return  # could still become a tool call
         if self.policy == "tokens":
             stable = reply[:_partial_tag_start(reply)].rstrip()

@@ -162,7 +162,8 @@ def _run_chunk(agent: Agent, chunk: Sequence[tuple[int, Question]], config: SimC
                              episode_key=key, seed=config.seed, variant=config.variants)
         episodes.append(ep)
     drive(agent.model, [ask_all(ep, [t.text for t in q.turns])
-                        for ep, (_, q) in zip(episodes, chunk, strict=True)])
+                        for ep, (_, q) in zip(episodes, chunk, strict=True)],
+          labels=[ep.trace.episode_id for ep in episodes])
     return [ep.trace for ep in episodes]
 
 

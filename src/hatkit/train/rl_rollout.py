@@ -171,7 +171,7 @@ class Rollouts:
                                  rl_step=step, variant=harness.name)
             episodes.append(ep)
             steps.append(ask_all(ep, [t.text for t in q.turns]))
-        drive(policy, steps)
+        drive(policy, steps, labels=[ep.trace.episode_id for ep in episodes])
         traces = [ep.trace for ep in episodes]
         if self.trace_dir is not None:
             self.trace_dir.mkdir(parents=True, exist_ok=True)
