@@ -82,6 +82,12 @@ def _variant_speed(res: list[dict[str, Any]]) -> None:
     assert set(r["seconds_per_variant"]) == {"train", "heldout"}
 
 
+def _parse_speed(res: list[dict[str, Any]]) -> None:
+    [r] = res
+    assert all(cells["current"][str(r["sizes"][-1])] > 0 for cells in r["ms"].values())
+    assert r["calls"]["many_blocks"] > 0 and r["calls"]["ordinary_reply"] == 0
+
+
 def _history_replay(res: list[dict[str, Any]]) -> None:
     [r] = res
     assert {row["rendering"] for row in r["rows"]} == {"window", "full"}
@@ -92,7 +98,7 @@ SMOKE: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "latency": _latency, "local_episodes": _local_episodes, "runtime_overhead": _runtime_overhead,
     "sft_throughput": _sft_throughput, "sft_shared_prefix": _sft_shared_prefix,
     "sim_throughput": _sim_throughput, "judge_speed": _judge_speed, "variant_speed": _variant_speed,
-    "history_replay": _history_replay,
+    "parse_speed": _parse_speed, "history_replay": _history_replay,
 }
 
 
