@@ -18,6 +18,14 @@ from hatkit.domains.live_commerce.state import ShopState
 from hatkit.harness import Harness, ToolContext, load_harness
 from hatkit.models.base import ChatMessage, ModelOutput, ModelRequest, ToolCall
 from hatkit.models.chat_format import tool_result_text
+from hatkit.models.errors import (
+    BackendTimeout,
+    BackendUnavailable,
+    BadModelRequest,
+    ContextTooLong,
+    ModelError,
+    RateLimited,
+)
 from hatkit.models.scripted import Scripted, ScriptedModel
 
 call = ScriptedModel.call
@@ -568,61 +576,104 @@ def test_max_turns_ends_a_model_that_keeps_calling_tools(lc: Harness) -> None:
 def test_exhausted_script_is_a_model_error_and_fallback(lc: Harness) -> None:
     trace, _ = run_lc(lc, [call("get_promotions", product_id="EL-001")])
     [err] = trace.events_of("model_error")
-    assert err.data == {"error": "ScriptedModel: script exhausted"}
+    assert err.data == {"error_type": "script_exhausted", "error": "ScriptedModel: script exhausted"}
     assert fallback_reasons(trace) == ["model_error"]
     assert trace.final_reply == lc.spec.fallback_reply
     assert len(trace.tool_calls) == 1
 
 
-def test_model_output_with_error_is_a_model_error(lc: Harness) -> None:
-    trace, _ = run_lc(lc, [ModelOutput("", finish_reason="error", error="HTTP 503")])
-    assert [e.data["error"] for e in trace.events_of("model_error")] == ["HTTP 503"]
+@pytest.mark.parametrize("error", [
+    RateLimited("HTTP 429", retry_after_s=7.0), BackendUnavailable("HTTP 503"),
+    BackendTimeout("read timeout"), BadModelRequest("HTTP 400"), ContextTooLong("9000 tokens")])
+def test_model_output_with_a_typed_error_is_recorded_with_its_kind(lc: Harness, error: ModelError) -> None:
+    trace, _ = run_lc(lc, [ModelOutput.failed(error)])
+    [event] = trace.events_of("model_error")
+    assert event.data["error_type"] == error.kind and event.data["error"] == str(error)
+    assert event.data.get("retry_after_s") == error.retry_after_s
     assert fallback_reasons(trace) == ["model_error"]
     assert segments(trace) == ["system", "user", "reply"]
+
+
+def test_an_untyped_error_output_is_a_bug_not_a_fallback(lc: Harness) -> None:
+    out = ModelOutput("", finish_reason="error")
+    out.error = "HTTP 503"  # type: ignore[assignment]  # a third-party backend's mistake
+    with pytest.raises(TypeError, match="not a ModelError"):
+        run_lc(lc, [out])
 
 
 class ExplodingModel:
     model_id = "exploding"
     native_tools = False
 
-    def __init__(self) -> None:
+    def __init__(self, error: Exception) -> None:
         self.calls = 0
+        self.error = error
 
     def token_format(self) -> None:
         return None
 
     def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
         self.calls += 1
-        raise RuntimeError("GPU on fire")
+        raise self.error
 
 
-def test_backend_that_raises_becomes_a_model_error(lc: Harness) -> None:
-    model = ExplodingModel()
+def test_backend_raising_a_model_error_ends_every_episode_of_the_batch(lc: Harness) -> None:
+    model = ExplodingModel(BackendUnavailable("GPU on fire"))
     traces = Agent(lc, model, state_factory=ShopState).run_many(["a", "b"])
     assert model.calls == 1
     for trace in traces:
-        assert [e.data["error"] for e in trace.events_of("model_error")] == [
-            "RuntimeError: GPU on fire"]
+        assert [e.data for e in trace.events_of("model_error")] == [
+            {"error_type": "backend_unavailable", "error": "GPU on fire"}]
         assert trace.final_reply == lc.spec.fallback_reply
 
 
-def test_drive_returns_final_replies_and_never_raises(lc: Harness) -> None:
-    agent = Agent(lc, ExplodingModel(), state_factory=ShopState)
-    episodes = [agent.episode(), agent.episode()]
-    replies = drive(agent.model, [e.ask("x") for e in episodes])
-    assert replies == [lc.spec.fallback_reply] * 2
+def test_a_backend_bug_propagates_naming_the_episodes(lc: Harness) -> None:
+    agent = Agent(lc, ExplodingModel(TypeError("_generate_batch() got an unexpected keyword")),
+                  state_factory=ShopState)
+    episodes = [agent.episode(episode_id="ep-a"), agent.episode(episode_id="ep-b")]
+    with pytest.raises(TypeError, match="unexpected keyword") as info:
+        drive(agent.model, [e.ask("x") for e in episodes], labels=["ep-a", "ep-b"])
+    assert any("exploding" in n and "ep-a, ep-b" in n for n in info.value.__notes__)
+    assert not any(e.trace.events_of("model_error") for e in episodes)
 
 
-def test_backend_returning_too_few_outputs_does_not_escape(lc: Harness) -> None:
+def test_a_bug_inside_one_episode_names_it(lc: Harness) -> None:
+    def broken(req: ModelRequest) -> str:
+        raise KeyError("oops")
+
+    agent = Agent(lc, ScriptedModel([broken]), state_factory=ShopState)
+    with pytest.raises(KeyError) as info:
+        agent.run_many(["x"])
+    assert any(n.startswith("in episode ") or "raised on a batch" in n for n in info.value.__notes__)
+
+
+def test_backend_returning_too_few_outputs_is_a_bug(lc: Harness) -> None:
     class Short(ScriptedModel):
         def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
             return super().generate(requests)[:-1]
 
-    traces = Agent(lc, Short(["a", "b"]), state_factory=ShopState).run_many(["x", "y"])
-    for trace in traces:
-        [err] = trace.events_of("model_error")
-        assert "1 outputs for 2 requests" in err.data["error"]
-        assert trace.final_reply == lc.spec.fallback_reply
+    with pytest.raises(RuntimeError, match="1 outputs for 2 requests"):
+        Agent(lc, Short(["a", "b"]), state_factory=ShopState).run_many(["x", "y"])
+
+
+# ---------------------------------------------------------------- repeated tool failures
+
+def test_repeated_unknown_tools_end_the_turn_before_the_call_budget(lc: Harness) -> None:
+    limit = lc.spec.limits.max_repeated_errors
+    assert limit < lc.spec.limits.max_tool_calls
+    outs: list[Scripted] = [call(f"invented_tool_{i}") for i in range(10)]
+    trace, model = run_lc(lc, outs)
+    assert fallback_reasons(trace) == ["repeated_tool_errors"]
+    assert [e.data["error_type"] for e in trace.events_of("tool_error")] == ["unknown_tool"] * limit
+    assert len(model.requests) == limit
+
+
+def test_different_failures_and_successes_do_not_add_up_to_the_limit(lc: Harness) -> None:
+    outs: list[Scripted] = [call("invented_tool"), call("get_promotions", product_id="EL-001"),
+                            call("invented_tool_2"), PROMO_REPLY]
+    trace, _ = run_lc(lc, outs)
+    assert fallback_reasons(trace) == []
+    assert trace.final_reply == PROMO_REPLY
 
 
 # ---------------------------------------------------------------- batching and isolation

@@ -9,6 +9,7 @@ from serve_helpers import DripModel, running, sse_chunks
 
 from hatkit.harness import Harness
 from hatkit.models.base import ModelRequest
+from hatkit.models.errors import BackendUnavailable
 from hatkit.models.scripted import ScriptedModel
 from hatkit.serve.app import create_app
 from hatkit.serve.streaming import ReplyGate, has_reply_hooks
@@ -110,7 +111,7 @@ def test_a_later_veto_withdraws_the_stream_and_no_vetoed_text_is_sent(lc: Harnes
 
 def test_model_error_before_any_text_is_a_503_not_a_stream(lc: Harness) -> None:
     def broken(_: ModelRequest) -> str:
-        raise RuntimeError("upstream unreachable")
+        raise BackendUnavailable("upstream unreachable")
 
     app = create_app(lc, DripModel(broken))
     with running(app) as url:
