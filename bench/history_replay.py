@@ -63,8 +63,8 @@ def replay(agent: Agent, n: int) -> tuple[float, int, int]:
         started = time.perf_counter()
         episode = agent.episode()
         for i in range(n):
-            role = "user" if i % 2 == 0 else "assistant"
-            episode._feed(ChatMessage(role, "x"), "user" if role == "user" else "reply", "history")
+            msg = ChatMessage("user", "x") if i % 2 == 0 else ChatMessage("assistant", "x")
+            episode._feed(msg, "user" if msg.role == "user" else "reply", "history")
         step = episode.ask("hi")
         prompt = next(step).prompt_ids or []
         step.close()
