@@ -69,3 +69,26 @@ def test_events_are_frozen() -> None:
     ev = PreReplyEvent("hi")
     with pytest.raises(dataclasses.FrozenInstanceError):
         ev.text = "changed"  # type: ignore[misc]
+
+
+def test_a_negated_claim_is_not_a_claim(rules: dict[str, ForbiddenPhrases]) -> None:
+    hook = rules["no_medical_claims"]
+    assert hook.evaluate(PreReplyEvent("It won't cure acne, but it's a gentle moisturiser.")) is None
+    assert hook.evaluate(PreReplyEvent("这款不能治疗痘痘，建议咨询医生。")) is None
+    # the negation must sit in the claim's own clause
+    for text in ("Don't worry, it cures acne.", "It's not just gentle, but it cures acne.",
+                 "It's not sticky - and it cures acne."):
+        assert hook.evaluate(PreReplyEvent(text)) is not None, text
+
+
+def test_rewrite_replaces_only_the_counted_matches() -> None:
+    hook = ForbiddenPhrases(name="x", kind="forbidden_phrases", action="rewrite", replacement="great",
+                            patterns=[r"\bthe best\b", r"\bbest\b"], unless_preceded_by=r"\bnot\b")
+    d = hook.evaluate(PreReplyEvent("Not the best for kids. For adults, the best!"))
+    assert d is not None and d.text == "Not the best for kids. For adults, great!"
+    assert d.details["matches"] == ["the best", "best"]
+
+
+def test_an_invalid_exemption_regex_is_refused() -> None:
+    with pytest.raises(ValueError, match="invalid regex"):
+        ForbiddenPhrases(name="x", kind="forbidden_phrases", patterns=["a"], unless_preceded_by="(")

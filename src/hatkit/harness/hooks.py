@@ -104,26 +104,57 @@ def _compile_all(patterns: list[str]) -> list[str]:
     return patterns
 
 
-class ForbiddenPhrases(_Rule):
+_CLAUSE_END = re.compile(r"[.!?](?!\d)|,(?!\d)|[;:\n。！？；：，—–]| - |\bbut\b|但是?|不过")
+
+
+class _PatternRule(_Rule):
+    patterns: list[str] = Field(min_length=1, description="Regexes, matched case-insensitively.")
+    unless_preceded_by: str | None = Field(
+        default=None, description="A regex searched in the clause before a match (from the last "
+        "punctuation mark); a hit exempts that match, e.g. a negation: 'it does not cure acne'.")
+    _check = field_validator("patterns")(_compile_all)
+
+    @field_validator("unless_preceded_by")
+    @classmethod
+    def _check_unless(cls, v: str | None) -> str | None:
+        return v if v is None else _compile_all([v])[0]
+
+    def hits(self, text: str) -> list[re.Match[str]]:
+        """Every match of the patterns that no `unless_preceded_by` exempts."""
+        out = []
+        for p in self.patterns:
+            for m in re.finditer(p, text, re.IGNORECASE):
+                clause = _CLAUSE_END.split(text[:m.start()])[-1]
+                if not (self.unless_preceded_by and re.search(self.unless_preceded_by, clause, re.I)):
+                    out.append(m)
+        return out
+
+
+class ForbiddenPhrases(_PatternRule):
     """Regexes a reply must not match (case-insensitive); veto it or rewrite the match."""
 
     kind: Literal["forbidden_phrases"]
     event: Literal["pre_reply"] = "pre_reply"
-    patterns: list[str] = Field(min_length=1)
     action: Literal["veto", "rewrite"] = "veto"
     replacement: str = Field(default="", description="Text that replaces a match on rewrite.")
-    _check = field_validator("patterns")(_compile_all)
 
     def evaluate(self, ev: PreReplyEvent) -> HookDecision | None:
-        hits = [m.group(0) for p in self.patterns for m in re.finditer(p, ev.text, re.IGNORECASE)]
-        if not hits:
+        found = self.hits(ev.text)
+        if not found:
             return None
+        hits = [m.group(0) for m in found]
         reason = f"forbidden phrase(s): {', '.join(repr(h) for h in hits)}"
         if self.action == "veto":
             return HookDecision(self.name, "veto", reason, details={"matches": hits})
+        spans: list[list[int]] = []
+        for m in sorted(found, key=lambda m: m.start()):
+            if spans and m.start() < spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], m.end())
+            else:
+                spans.append([m.start(), m.end()])
         text = ev.text
-        for p in self.patterns:
-            text = re.sub(p, self.replacement, text, flags=re.IGNORECASE)
+        for start, end in reversed(spans):
+            text = text[:start] + self.replacement + text[end:]
         return HookDecision(self.name, "rewrite", reason, text=text, details={"matches": hits})
 
 
@@ -172,24 +203,21 @@ class ToolPermission(_Rule):
                             details={"permission": needed})
 
 
-class ClaimRequiresTool(_Rule):
+class ClaimRequiresTool(_PatternRule):
     """A reply that states a price/stock fact must rest on a tool result from this episode."""
 
     kind: Literal["claim_requires_tool"]
     event: Literal["pre_reply"] = "pre_reply"
     claim: str = Field(description="Name of the claim type, e.g. price or stock.")
-    patterns: list[str] = Field(min_length=1, description="Regexes that detect the claim.")
     tools: list[str] = Field(min_length=1, description="Any one of these must have succeeded.")
-    _check = field_validator("patterns")(_compile_all)
 
     def tools_referenced(self) -> list[str]:
         return list(self.tools)
 
     def evaluate(self, ev: PreReplyEvent) -> HookDecision | None:
-        hit = next((m.group(0) for p in self.patterns
-                    if (m := re.search(p, ev.text, re.IGNORECASE))), None)
-        if hit is None or set(self.tools) & set(ev.tools_called):
+        if set(self.tools) & set(ev.tools_called) or not (found := self.hits(ev.text)):
             return None
+        hit = found[0].group(0)
         return HookDecision(
             self.name, "veto",
             f"{self.claim} claim {hit!r} without a result from {' or '.join(self.tools)}",
