@@ -18,6 +18,7 @@ _COMMAND_MODULES = (
     "ui",
     "train",
     "evals",
+    "export",
 )
 for _name in _COMMAND_MODULES:
     import_module(f"{__name__}.{_name}")

@@ -1,0 +1,1 @@
+"""Exporting a trained checkpoint for other runtimes (llama.cpp, Ollama)."""
