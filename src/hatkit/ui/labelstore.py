@@ -13,12 +13,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from ..judge.agreement import DimensionAgreement, annotator_agreement
-from ..judge.labels import REFERENCE, Label, LabelError, load_labels
+from ..judge.labels import REFERENCE, RUBRIC_ITEMS, Label, LabelError, _check_row, load_labels
 from ..judge.verdict import DIMENSIONS
+from .files import read_lines
 
 _THREAD_LOCK = threading.Lock()
+_DIMS = frozenset((*DIMENSIONS, *RUBRIC_ITEMS))
 
 
 @contextmanager
@@ -35,6 +38,28 @@ def _locked(path: Path) -> Iterator[None]:
 def read(path: Path) -> list[Label]:
     """Every label of the file ([] when it does not exist yet); LabelError names bad rows."""
     return load_labels(path) if path.is_file() else []
+
+
+def _label(row: dict[str, Any]) -> Label:
+    label, errors = _check_row(row, "", _DIMS)
+    if label is None:
+        raise TypeError("; ".join(e.lstrip(": ") for e in errors) or "not a label")
+    return label
+
+
+def read_lenient(path: Path) -> tuple[list[Label], list[str]]:
+    """The labels of the file's good rows and a message per bad row, for pages that show
+    both (`append` still refuses a file with bad rows)."""
+    try:
+        return read(path), []
+    except LabelError as exc:
+        problems = str(exc).splitlines()
+    except RecursionError:
+        problems = []
+    if path.suffix.lower() != ".jsonl":
+        return [], problems
+    labels, bad = read_lines(path, _label, "trace_id")
+    return labels, problems or [str(b) for b in bad]
 
 
 def append(path: Path, new: Sequence[Label]) -> None:

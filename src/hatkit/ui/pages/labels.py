@@ -22,17 +22,15 @@ router = APIRouter()
 ANNOTATOR_COOKIE = "hatkit_annotator"
 
 
-def _labels(request: Request) -> list[Label]:
-    try:
-        return labelstore.read(config(request).labels_path)
-    except LabelError as exc:
-        raise HTTPException(500, f"the labels file has bad rows, fix them first:\n{exc}") from None
+def _labels(request: Request) -> tuple[list[Label], list[str]]:
+    """The labels file's good rows and a message per bad row (shown; saving is refused)."""
+    return labelstore.read_lenient(config(request).labels_path)
 
 
 @router.get("/labels", response_class=HTMLResponse)
 def labels_page(request: Request) -> Response:
     cfg = config(request)
-    labels = _labels(request)
+    labels, bad = _labels(request)
     files = [f for run in list_runs(cfg.runs) for f in run.of("traces")]
     people: dict[str, int] = {}
     for x in labels:
@@ -40,21 +38,23 @@ def labels_page(request: Request) -> Response:
     return render(request, "labels.html.j2", files=files, labels_path=str(cfg.labels_path),
                   total=len(labels), people=sorted(people.items()),
                   pairs=labelstore.pair_agreements(labels),
-                  annotator=request.cookies.get(ANNOTATOR_COOKIE, ""))
+                  annotator=request.cookies.get(ANNOTATOR_COOKIE, ""), bad=bad)
 
 
 @router.get("/label", response_class=HTMLResponse)
 def label_page(request: Request, file: str, id: str = "",
                annotator: str = "") -> Response:
     name = (annotator or request.cookies.get(ANNOTATOR_COOKIE, "")).strip()
-    traces = load_traces(run_file(request, file, "traces"))
-    done = labelstore.labelled_by(_labels(request), name) if name else set()
-    file_done = sum(t.episode_id in done for t in traces)
-    trace: Trace | None = find_trace(traces, id)[1] if id else next(
-        (t for t in traces if t.episode_id not in done), None)
+    tf = load_traces(run_file(request, file, "traces"))
+    labels, bad_labels = _labels(request)
+    done = labelstore.labelled_by(labels, name) if name else set()
+    file_done = sum(t.episode_id in done for t in tf.traces)
+    trace: Trace | None = find_trace(tf, id)[1] if id else next(
+        (t for t in tf.traces if t.episode_id not in done), None)
     already = trace is not None and trace.episode_id in done
     response = render(request, "label.html.j2", file=file, t=trace, annotator=name,
-                      done=file_done, total=len(traces), already=already)
+                      done=file_done, total=len(tf.traces), already=already,
+                      bad=[*map(str, tf.bad), *bad_labels])
     if annotator:
         response.set_cookie(ANNOTATOR_COOKIE, name, samesite="strict", httponly=True)
     return response
@@ -89,9 +89,9 @@ def saved_page(request: Request, file: str, id: str) -> Response:
     name = request.cookies.get(ANNOTATOR_COOKIE, "")
     path = run_file(request, file, "traces")
     find_trace(load_traces(path), id)
-    mine = [x for x in _labels(request) if x.trace_id == id and x.annotator == name]
+    mine = [x for x in _labels(request)[0] if x.trace_id == id and x.annotator == name]
     if not name or not mine:
         raise HTTPException(403, "the judge's verdict is shown only after you label this trace")
-    source, verdict = load_verdicts(sibling_verdicts(path)).get(id, ("", None))
+    source, verdict = load_verdicts(sibling_verdicts(path))[0].get(id, ("", None))
     return render(request, "label_saved.html.j2", file=file, tid=id, mine=mine, annotator=name,
                   verdict=verdict, verdict_file=source)

@@ -14,11 +14,12 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, ValidationError
 
 from ...evolve.journal import Journal, PendingEdit
-from ..files import JOURNAL_NAME, kind_of, list_runs
+from ..files import JOURNAL_NAME, kind_of, list_runs, unpaired, why_invalid
 from ..security import require_csrf
-from ..web import config, render, run_file
+from ..web import config, render, restore, run_file
 
 router = APIRouter()
 EDIT_PREFIX = "edited::"
@@ -33,6 +34,62 @@ class EditView:
     texts: dict[str, str]
     """path -> proposed full text (files the edit deletes are not editable)."""
     examples: list[str]
+
+
+class _Proposal(BaseModel):
+    edit_id: str
+    round: int
+    files: dict[str, str | None] = {}
+    diff: str = ""
+    rationale: str = ""
+    cluster: dict[str, Any] | None = None
+
+
+class _Evaluation(BaseModel):
+    edit_id: str
+    dev_delta: float | None = None
+    category_deltas: dict[str, float] = {}
+
+
+class _Decision(BaseModel):
+    edit_id: str
+    decision: str = ""
+    by: str = ""
+    comment: str = ""
+
+
+_RECORDS: dict[str, type[BaseModel]] = {"proposal": _Proposal, "evaluation": _Evaluation,
+                                        "decision": _Decision}
+
+
+class ReadableJournal(Journal):
+    """The journal less the records this page cannot use (each named in `bad`): one bad
+    record must not hide the edits waiting at the gate, nor break a decision."""
+
+    @property
+    def bad(self) -> list[str]:
+        return self._check()[1]
+
+    def _check(self) -> tuple[list[dict[str, Any]], list[str]]:
+        good, bad = [], []
+        for line, rec in enumerate(super().records(), 1):
+            kind = rec.get("kind")
+            model = _RECORDS.get(kind) if isinstance(kind, str) else None
+            try:
+                if not isinstance(kind, str):
+                    raise ValueError("kind: missing or not a string")
+                unpaired(rec)
+                if model is not None:
+                    model.model_validate(rec)
+                good.append(rec)
+            except ValidationError as exc:
+                bad.append(f"{self.path.name} line {line}: {why_invalid(exc)}")
+            except ValueError as exc:
+                bad.append(f"{self.path.name} line {line}: {exc}")
+        return good, bad
+
+    def records(self, kind: str | None = None) -> list[dict[str, Any]]:
+        return [r for r in self._check()[0] if kind is None or r.get("kind") == kind]
 
 
 def _views(journal: Journal) -> list[EditView]:
@@ -58,8 +115,8 @@ def review_page(request: Request, journal: str | None = None, done: str = "",
     chosen = [journal] if journal else journals
     sections = []
     for rel in chosen:
-        j = Journal(run_file(request, rel, "journal"))
-        sections.append((rel, _views(j), _decided(j), _traces_beside(j.path, cfg.runs)))
+        j = ReadableJournal(run_file(request, rel, "journal"))
+        sections.append((rel, _views(j), _decided(j), _traces_beside(j.path, cfg.runs), j.bad))
     return render(request, "review.html.j2", sections=sections, journals=journals,
                   done=done, result=result, one=journal)
 
@@ -84,14 +141,18 @@ async def decide(request: Request) -> Response:
         raise HTTPException(400, "decision must be approve, reject or approve_edited")
     if not by:
         raise HTTPException(400, "say who you are (annotator name) before deciding")
-    journal = Journal(run_file(request, rel, "journal"))
+    journal = ReadableJournal(run_file(request, rel, "journal"))
+    if bad := journal.bad:  # never write after records the loop itself cannot read
+        raise HTTPException(409, "the journal has records that cannot be read; fix them before "
+                                 "deciding:\n" + "\n".join(bad))
     edited: dict[str, str] | None = None
     if decision == "approve_edited":
         view = next((v for v in _views(journal) if v.edit.edit_id == edit_id), None)
         if view is None:
             return _already(request, journal, edit_id)
-        # textareas submit CRLF line ends; harness files use LF
-        edited = {path: str(form.get(EDIT_PREFIX + path, text)).replace("\r\n", "\n")
+        # textareas submit CRLF line ends (harness files use LF), and show spoofing characters
+        # as escapes: restore them, so an unchanged text is the proposal's exactly
+        edited = {path: restore(str(form.get(EDIT_PREFIX + path, text)).replace("\r\n", "\n"))
                   for path, text in view.texts.items()}
     try:
         ok = journal.decide(edit_id, "reject" if decision == "reject" else "approve", by=f"ui:{by}",

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 from ..files import inside, list_runs, scan_run
-from ..web import config, render, run_file
+from ..web import config, neutralise, render, run_file
 
 router = APIRouter()
 SANDBOX_CSP = "sandbox; default-src 'none'; img-src data: 'self'; style-src 'unsafe-inline' 'self'"
@@ -44,10 +44,11 @@ def run_file_dir(request: Request, name: str) -> Path:
 
 @router.get("/file")
 def raw_file(request: Request, path: str) -> Response:
-    """A run file: HTML reports under a sandbox CSP, everything else as plain text."""
+    """A run file: HTML reports under a sandbox CSP, everything else as plain text (with
+    spoofing characters shown as escapes, as on every page)."""
     file = run_file(request, path)
     if file.suffix == ".html":
         body = file.read_bytes()
         return Response(body, media_type="text/html; charset=utf-8",
                         headers={"Content-Security-Policy": SANDBOX_CSP})
-    return PlainTextResponse(file.read_text(encoding="utf-8", errors="replace"))
+    return PlainTextResponse(neutralise(file.read_text(encoding="utf-8", errors="replace")))

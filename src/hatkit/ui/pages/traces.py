@@ -25,26 +25,29 @@ def first_viewer(t: Trace) -> str:
 @router.get("/traces", response_class=HTMLResponse)
 def traces_page(request: Request, file: str) -> Response:
     path = run_file(request, file, "traces")
-    traces = load_traces(path)
-    verdicts = load_verdicts(sibling_verdicts(path))
-    rows = [(t, first_viewer(t), verdicts.get(t.episode_id, ("", None))[1]) for t in traces]
+    tf = load_traces(path)
+    verdicts, bad_verdicts = load_verdicts(sibling_verdicts(path))
+    rows = [(t, first_viewer(t), verdicts.get(t.episode_id, ("", None))[1]) for t in tf.traces]
     return render(request, "traces.html.j2", file=file, rows=rows, faults=FAULT_EVENTS,
-                  hooks=HOOK_EVENTS)
+                  hooks=HOOK_EVENTS, bad=[*tf.bad, *bad_verdicts])
 
 
 @router.get("/trace", response_class=HTMLResponse)
 def trace_page(request: Request, file: str, id: str) -> Response:
     path = run_file(request, file, "traces")
-    traces = load_traces(path)
-    index, trace = find_trace(traces, id)
-    source, verdict = load_verdicts(sibling_verdicts(path)).get(trace.episode_id, ("", None))
+    tf = load_traces(path)
+    traces = tf.traces
+    index, trace = find_trace(tf, id)
+    verdicts, bad_verdicts = load_verdicts(sibling_verdicts(path))
+    source, verdict = verdicts.get(trace.episode_id, ("", None))
     repo = open_repo(config(request))
     version = commit_of(repo, trace.harness_hash) if repo else None
     prev_id = traces[index - 1].episode_id if index > 0 else None
     next_id = traces[index + 1].episode_id if index + 1 < len(traces) else None
     return render(request, "trace.html.j2", file=file, t=trace, index=index, total=len(traces),
                   verdict=verdict, verdict_file=source, version=version, prev_id=prev_id,
-                  next_id=next_id, faults=FAULT_EVENTS, hooks=HOOK_EVENTS)
+                  next_id=next_id, faults=FAULT_EVENTS, hooks=HOOK_EVENTS,
+                  bad=[*tf.bad, *bad_verdicts])
 
 
 @router.get("/harness/{harness_hash}", response_class=HTMLResponse)
