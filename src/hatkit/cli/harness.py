@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from ..harness import HarnessError
 from ..harness.diff import diff_harnesses
 from ..harness.versioning import VersioningError
 from ._common import (
@@ -100,7 +101,7 @@ def harness_commit(
     _load(folder)
     try:
         entry = repo.commit(message)
-    except VersioningError as exc:
+    except (VersioningError, HarnessError) as exc:  # HarnessError: edited since _load
         raise _fail(str(exc)) from None
     _say(f"committed {entry.sha[:12]}  harness {entry.harness_hash}")
 

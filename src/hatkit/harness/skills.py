@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._yaml import YamlSyntaxError, load_with_lines
-from .spec import describe_validation_error
+from .spec import SKILL_NAME, describe_validation_error
 
 
 class SkillFrontMatter(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", description="Must match the folder name.")
+    name: str = Field(pattern=SKILL_NAME, description="Must match the folder name.")
     description: str = Field(min_length=1, description="When to use the skill; shown to the model.")
 
 

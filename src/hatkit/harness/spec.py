@@ -31,6 +31,28 @@ def _check_rule_name(name: str) -> str:
 
 RuleName = Annotated[str, AfterValidator(_check_rule_name)]
 
+SKILL_NAME = r"^[a-z0-9][a-z0-9_-]*$"
+"""A skill's folder name under skills/ (and its front-matter name)."""
+PART_NAME = r"^[A-Za-z_][A-Za-z0-9_-]*$"
+
+
+def _plain_name(pattern: str, what: str) -> AfterValidator:
+    """A name that cannot walk out of its folder ('../../x', 'a/b'): it is looked up as one."""
+
+    def check(name: str) -> str:
+        if not re.match(pattern, name):
+            raise ValueError(f"'{name}' is not a {what} name: it must match {pattern} "
+                             "(no '/', '..' or spaces)")
+        return name
+
+    return AfterValidator(check)
+
+
+SkillName = Annotated[str, _plain_name(SKILL_NAME, "skill folder")]
+ToolName = Annotated[str, _plain_name(PART_NAME, "tool")]
+HookName = Annotated[str, _plain_name(PART_NAME, "hook")]
+Locale = Annotated[str, Field(pattern=r"^[a-z]{2}(-[A-Z]{2})?$")]
+
 
 def _freeze(rules: Mapping[str, RuleValue]) -> Mapping[str, RuleValue]:
     """A read-only view: a loaded harness must not change under the hash that names it."""
@@ -63,11 +85,12 @@ class Limits(_Strict):
 
 
 class Enabled(_Strict):
-    skills: tuple[str, ...] = Field(default=(), description="Folder names under skills/.")
-    tools: tuple[str, ...] = Field(
+    skills: tuple[SkillName, ...] = Field(default=(), description="Folder names under skills/.")
+    tools: tuple[ToolName, ...] = Field(
         default=(), description="Tools by the name the model sees (the function name, or its "
         "tool_overrides name).")
-    hooks: tuple[str, ...] = Field(default=(), description="Rule names or Python hook classes.")
+    hooks: tuple[HookName, ...] = Field(default=(), description="Rule names or Python hook "
+                                        "classes.")
 
     @field_validator("skills", "tools", "hooks")
     @classmethod
@@ -111,8 +134,8 @@ class HarnessSpec(_Strict):
 
     name: str = Field(pattern=IDENT, description="Short identifier of this harness.")
     description: str = Field(min_length=1, description="What this harness is for.")
-    locale: str = Field(default="en", pattern=r"^[a-z]{2}(-[A-Z]{2})?$", description="Default.")
-    locales: tuple[str, ...] = Field(default=("en",), description="Locales it ships.")
+    locale: Locale = Field(default="en", description="Default.")
+    locales: tuple[Locale, ...] = Field(default=("en",), description="Locales it ships.")
     model: ModelSettings = Field(default_factory=ModelSettings)
     limits: Limits = Field(default_factory=Limits)
     enabled: Enabled = Field(default_factory=Enabled)
