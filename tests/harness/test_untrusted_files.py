@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from hatkit.cli import app
 from hatkit.harness import HarnessError, load_harness
+from hatkit.harness.hashing import canonical_bytes
 from hatkit.harness.loader import MAX_FILE_BYTES_ENV
 
 TOOL = ("from hatkit.harness import tool\n\n"
@@ -164,6 +165,23 @@ def test_a_state_module_that_fails_on_import_is_a_problem(
     spec.write_text(spec.read_text() + "state: 'broken_state_mod:State'\n")
     assert any(p.startswith("harness.yaml:") and "no database" in p
                for p in _problems(minimal_harness))
+
+
+def _yaml_bomb(levels: int) -> str:
+    """A few lines whose aliases expand to 10**levels values."""
+    out = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    out += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return "\n".join(out) + "\n"
+
+
+def test_yaml_aliases_are_refused_and_never_expanded(minimal_harness: Path) -> None:
+    spec = minimal_harness / "harness.yaml"
+    spec.write_text(spec.read_text() + _yaml_bomb(5))
+    assert any(p.startswith("harness.yaml:") and "aliases" in p for p in _problems(minimal_harness))
+    spec.write_text(spec.read_text().split("a0:")[0])
+    (minimal_harness / "data.yaml").write_text(_yaml_bomb(12))  # hashed, not loaded
+    assert canonical_bytes("data.yaml", _yaml_bomb(12).encode()) == _yaml_bomb(12).encode()
+    load_harness(minimal_harness)
 
 
 def test_a_fifo_is_refused_not_waited_on(minimal_harness: Path) -> None:
