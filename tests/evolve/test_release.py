@@ -7,10 +7,19 @@ from pathlib import Path
 
 from helpers import ScriptedProposer, disable, git, make_loop, make_repo, yaml_edit
 
+from hatkit.evolve.edits import build_candidate
 from hatkit.evolve.journal import Journal
 from hatkit.evolve.proposers import RuleBasedProposer
-from hatkit.evolve.release import diff_releases, list_releases, rollback, show_release
+from hatkit.evolve.release import (
+    diff_releases,
+    list_releases,
+    make_release,
+    rollback,
+    show_release,
+)
+from hatkit.harness import load_harness
 from hatkit.harness.hashing import harness_files
+from hatkit.harness.versioning import HarnessRepo
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -77,3 +86,24 @@ def test_decide_is_atomic_and_wait_policy_picks_it_up(tmp_path: Path) -> None:
     assert sorted(results) == [False, False, False, True]
     assert len(j.records("decision")) == 1 and j.records("decision")[0]["by"].startswith("ui:")
     assert len(result.releases) == 1 and not j.pending()
+
+
+def test_a_crashed_write_leaves_no_temp_file_in_the_release(tmp_path: Path) -> None:
+    """A kill between write_atomic's write and its rename leaves `.harness.yaml.tmp-<pid>`;
+    the content hash skips it, but `git add -A` put it in the release commit and tag."""
+    harness = make_repo(tmp_path, disable("get_promotions"))
+    (harness / ".harness.yaml.tmp-4242").write_text("half of an earlier harness.yaml\n")
+    edit = yaml_edit(harness, "get_shipping_info, ", "get_promotions, get_shipping_info, ")
+    build_candidate(harness, edit, tmp_path / "cand")
+
+    def crash_litter() -> None:  # another write killed after the swap, before the commit
+        (harness / "skills" / ".SKILL.md.tmp-4343").write_text("half a skill\n")
+
+    r = make_release(HarnessRepo(harness), tmp_path / "cand", name="r1", edit_id=edit.edit_id,
+                     model="scripted", report={"dev": 1.0}, report_path=tmp_path / "r1.json",
+                     message="r1", on_swapped=crash_litter)
+    tree = git(harness.parent, "ls-tree", "-r", "--name-only", r.tag, "harness").split()
+    assert sorted(tree) == sorted(f"harness/{k}" for k in _snapshot(harness))
+    assert not any(".tmp-" in path for path in tree)
+    out = HarnessRepo(harness).materialize(r.tag, tmp_path / "released")
+    assert load_harness(out).content_hash == r.harness_hash

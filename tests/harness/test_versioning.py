@@ -10,6 +10,7 @@ import pytest
 
 from hatkit.harness import load_harness
 from hatkit.harness.diff import diff_harnesses
+from hatkit.harness.hashing import harness_files
 from hatkit.harness.versioning import HarnessRepo, VersioningError
 
 
@@ -139,3 +140,72 @@ def test_diff_shows_tool_code_changes(reference_harness: Path, tmp_path: Path) -
     d = diff_harnesses(load_harness(reference_harness), load_harness(other))
     assert [(c.section, c.name) for c in d.changes] == [("tools", "get_shipping_info")]
     assert any(line.startswith("+") and ".upper()" in line for line in d.changes[0].detail)
+
+
+LITTER = (".harness.yaml.tmp-4242", "skills/.SKILL.md.swp", "notes.txt~", "tools/x.pyc", "old.bak")
+
+
+def _tree(repo: HarnessRepo, rev: str = "HEAD") -> list[str]:
+    return sorted(repo.repo.git.ls_tree("-r", "--name-only", rev, "--", repo.rel).split())
+
+
+def _hashed(repo: HarnessRepo) -> list[str]:
+    return sorted(f"{repo.rel}/{p.relative_to(repo.folder).as_posix()}"
+                  for p in harness_files(repo.folder))
+
+
+def test_commit_stores_exactly_what_the_hash_covers(repo_harness: Path, tmp_path: Path) -> None:
+    """A crashed atomic write leaves `.harness.yaml.tmp-<pid>`; `git add -A` committed it."""
+    repo = HarnessRepo(repo_harness)
+    for rel in LITTER:
+        (repo_harness / rel).write_text("litter\n")
+    entry = repo.commit("v1")
+    assert _tree(repo) == _hashed(repo)
+    assert load_harness(repo.materialize("HEAD", tmp_path / "m")).content_hash == entry.harness_hash
+    assert not repo.is_dirty()  # litter is not a change to the harness
+    with pytest.raises(VersioningError, match="nothing to commit"):
+        repo.commit("again")
+
+
+def test_tracked_files_that_are_not_harness_files_are_left_as_they_are(repo_harness: Path) -> None:
+    """A `.gitattributes` in the folder belongs to git, not the harness: kept, not deleted."""
+    repo = HarnessRepo(repo_harness)
+    repo.commit("v1")
+    (repo_harness / ".gitattributes").write_text("*.j2 text\n")
+    repo.repo.git.add(str(repo_harness / ".gitattributes"))
+    repo.repo.git.commit("-m", "by hand")
+    (repo_harness / ".gitattributes").write_text("*.j2 text eol=lf\n")
+    spec = repo_harness / "harness.yaml"
+    spec.write_text(spec.read_text().replace("max_turns: 8", "max_turns: 7"))
+    (repo_harness / "skills" / "after_sales" / "SKILL.zh.md").unlink()
+    repo.commit("v2")
+    assert _tree(repo) == sorted([*_hashed(repo), f"{repo.rel}/.gitattributes"])
+    assert repo.repo.git.show(f"HEAD:{repo.rel}/.gitattributes") == "*.j2 text"
+
+
+def test_rollback_commits_no_litter(repo_harness: Path) -> None:
+    repo = HarnessRepo(repo_harness)
+    first = repo.commit("v1")
+    spec = repo_harness / "harness.yaml"
+    spec.write_text(spec.read_text().replace("max_turns: 8", "max_turns: 7"))
+    repo.commit("v2")
+    (repo_harness / ".harness.yaml.tmp-4242").write_text("half a file\n")
+    assert not repo.is_dirty()
+    repo.rollback(first.sha)
+    assert _tree(repo) == _hashed(repo) == _tree(repo, first.sha)
+
+
+def test_a_link_inside_the_folder_round_trips_as_a_link(repo_harness: Path, tmp_path: Path) -> None:
+    (repo_harness / "notes.j2").symlink_to("prompts/system.j2")
+    repo = HarnessRepo(repo_harness)
+    entry = repo.commit("v1")
+    out = repo.materialize("HEAD", tmp_path / "m")
+    assert (out / "notes.j2").is_symlink()
+    assert load_harness(out).content_hash == entry.harness_hash
+
+
+def test_git_refusals_are_versioning_errors(repo_harness: Path) -> None:
+    repo = HarnessRepo(repo_harness)
+    repo.commit("v1")
+    with pytest.raises(VersioningError, match="not a valid tag name"):
+        repo.tag("bad name")

@@ -1,8 +1,9 @@
 """Git versioning of a harness folder: commit, log, tag, materialise, rollback.
 
 Each commit carries the harness content hash as a `Harness-Hash:` trailer, so a release can
-be traced from a hash to a commit and back. Rollback writes the blobs of the chosen commit
-back byte for byte (mode included) and removes files that commit did not have.
+be traced from a hash to a commit and back. A commit stores exactly the files that hash covers
+(never a crashed write's temp file or editor litter). Rollback writes the blobs of the chosen
+commit back byte for byte (mode and links included) and removes files that commit did not have.
 """
 
 from __future__ import annotations
@@ -10,13 +11,16 @@ from __future__ import annotations
 import re
 import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import git
 
-from .hashing import IGNORED_DIRS, content_hash, harness_files
+from .hashing import IGNORED_DIRS, content_hash, harness_files, is_harness_path
 from .loader import load_harness
 
 TRAILER = "Harness-Hash"
@@ -25,6 +29,19 @@ _TRAILER_RE = re.compile(rf"^{TRAILER}: ([0-9a-f]{{64}})$", re.MULTILINE)
 
 class VersioningError(RuntimeError):
     """A versioning request that cannot be carried out; the message says why."""
+
+
+@contextmanager
+def _git_refusals() -> Iterator[None]:
+    """git's own refusals (no user.email, a failing hook, a bad tag name) as a VersioningError
+    with git's message, not a traceback."""
+    try:
+        yield
+    except git.GitCommandError as exc:
+        lines = [ln.strip().removeprefix("stderr: ").strip("'") for ln in str(exc.stderr).splitlines()]
+        detail = " ".join(ln for ln in lines if ln) or f"exit status {exc.status}"
+        raise VersioningError(f"git {exc.command[1] if len(exc.command) > 1 else ''} failed: "
+                              f"{detail}") from None
 
 
 @dataclass(frozen=True)
@@ -65,7 +82,12 @@ class HarnessRepo:
             raise VersioningError(f"unknown revision '{rev}'") from None
 
     def is_dirty(self) -> bool:
-        return self.repo.is_dirty(path=self.rel or ".", untracked_files=True)
+        """Whether a harness file differs from HEAD; litter the hash skips does not count."""
+        out = self.repo.git.status("--porcelain", "-z", "--no-renames", "--untracked-files=all",
+                                   "--ignored", "--", self.rel or ".")
+        prefix = f"{self.rel}/" if self.rel else ""
+        return any(is_harness_path(entry[3:].removeprefix(prefix))
+                   for entry in out.split("\0") if entry)
 
     def log(self, limit: int | None = None) -> list[LogEntry]:
         if not self.repo.head.is_valid():
@@ -88,15 +110,36 @@ class HarnessRepo:
         harness = load_harness(self.folder)  # refuses an invalid harness with its errors
         if not message.strip():
             raise VersioningError("a commit message is required")
-        pathspec = self.rel or "."
-        self.repo.git.add("-A", "--", pathspec)
-        if not allow_empty and self.repo.head.is_valid() and not self.repo.index.diff(
-                "HEAD", paths=pathspec):
-            raise VersioningError("nothing to commit: the harness is unchanged since HEAD")
         body = f"{message.strip()}\n\nHarness-Name: {harness.name}\n{TRAILER}: {harness.content_hash}"
-        args = ["-m", body, "--allow-empty"] if allow_empty else ["-m", body]
-        self.repo.git.commit(*args, "--", pathspec)  # other staged files stay staged
+        with _git_refusals():
+            self._commit_folder(body, allow_empty)
         return self.log(limit=1)[0]
+
+    def _commit_folder(self, message: str, allow_empty: bool = False) -> None:
+        """Commit the folder's harness files, the set the content hash covers, and nothing else.
+
+        A private index (HEAD, then this folder's harness files added or removed) keeps out
+        what `git add -A` took in (a crashed write's `.x.tmp-<pid>`, caches, editor litter) and
+        what the user staged elsewhere. Files git tracks that are not harness files (say a
+        `.gitattributes`) stay as HEAD has them; gitignored harness files go in, as the hash
+        covers them.
+        """
+        git_ = self.repo.git
+        pathspec, prefix = self.rel or ".", f"{self.rel}/" if self.rel else ""
+        head = self.repo.head.commit if self.repo.head.is_valid() else None
+        with tempfile.TemporaryDirectory(prefix="hatkit-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            if head is not None:
+                git_.read_tree("HEAD", env=env)
+            tracked = git_.ls_files("-z", "--", pathspec, env=env).split("\0")
+            paths = {t for t in tracked if t and is_harness_path(t.removeprefix(prefix))}
+            paths |= {f.relative_to(self.root).as_posix() for f in harness_files(self.folder)}
+            if paths:  # -A: a harness file gone from the folder is removed
+                git_.add("-A", "-f", "--", *(f":(literal){p}" for p in sorted(paths)), env=env)
+            if not allow_empty and head is not None and git_.write_tree(env=env) == head.tree.hexsha:
+                raise VersioningError("nothing to commit: the harness is unchanged since HEAD")
+            git_.commit("-q", "-m", message, *(["--allow-empty"] if allow_empty else []), env=env)
+        git_.reset("-q", "HEAD", "--", pathspec)  # the real index: this folder as committed
 
     def tag(self, name: str, rev: str = "HEAD", message: str | None = None) -> str:
         commit = self.resolve(rev)
@@ -106,7 +149,8 @@ class HarnessRepo:
         text = message or f"harness {self.rel or '.'} at {commit.hexsha[:12]}"
         if m:
             text += f"\n\n{TRAILER}: {m.group(1)}"
-        self.repo.create_tag(name, ref=commit, message=text)
+        with _git_refusals():
+            self.repo.create_tag(name, ref=commit, message=text)
         return commit.hexsha
 
     def materialize(self, rev: str, dest: Path) -> Path:
@@ -124,6 +168,13 @@ class HarnessRepo:
             rel = Path(blob.path).relative_to(self.rel) if self.rel else Path(blob.path)
             path = dest / rel
             path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.parent.resolve().is_relative_to(dest.resolve()):
+                raise VersioningError(f"{rel.parent} in {dest} is a link out of the folder")
+            if path.is_symlink():
+                path.unlink()  # never write through a link
+            if blob.mode == blob.link_mode:  # git stores a link as its target path
+                path.symlink_to(blob.data_stream.read().decode())
+                continue
             path.write_bytes(blob.data_stream.read())
             if blob.mode & stat.S_IXUSR:
                 path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
@@ -145,8 +196,7 @@ class HarnessRepo:
         self.materialize(rev, self.folder)
         restored = content_hash(self.folder)
         if commit and self.is_dirty():
-            self.repo.git.add("-A", "--", self.rel or ".")
-            self.repo.git.commit(
-                "-m", f"Roll back harness to {target.hexsha[:12]}\n\n{TRAILER}: {restored}",
-                "--", self.rel or ".")
+            with _git_refusals():
+                self._commit_folder(f"Roll back harness to {target.hexsha[:12]}\n\n"
+                                    f"{TRAILER}: {restored}")
         return restored
