@@ -7,6 +7,9 @@ Rows of a batch share the cached prefix and are padded *between* prefix and suff
 prefix keeps its positions and greedy outputs match unbatched ones; decoding itself is in
 `decoding.py` (plain and prompt lookup) and `assisted.py` (draft model).
 
+Weights: `precision="int8"` (or "bf16") converts the model's weights for faster decoding on a
+CPU (see `precision.py`); `--model local@int8` and `CKPT@int8` select it from the command line.
+
 Streaming: `generate(requests, streams=[sink, ...])` calls each request's sink with text
 deltas as its row's tokens are decided (batched rows each feed their own sink), so a server
 can send tokens before the call returns.
@@ -26,6 +29,7 @@ from .base import ModelOutput, ModelRequest
 from .chat_format import ChatTemplateFormat
 from .decoding import decode_batch, decode_one_speculative
 from .errors import BackendUnavailable, ContextTooLong
+from .precision import apply_precision, precision_of
 from .speculative import SpecStats
 
 SPECULATIVE_MODES = (None, "prompt_lookup", "draft")
@@ -63,8 +67,11 @@ class LocalModel:
                  prefix_cache: bool = True, prefix_cache_size: int = 4,
                  speculative: str | None = None, num_draft: int = 8, max_ngram: int = 3,
                  min_ngram: int = 1, draft_model: Any = None, draft_tokenizer: Any = None,
-                 draft_tokens: int = 5) -> None:
-        """Speculative decoding applies to greedy requests decoded alone (a batch of one, no
+                 draft_tokens: int = 5, precision: str | None = None) -> None:
+        """`precision` ("fp32", "bf16", "int8"; None: as loaded) converts `model`'s weights in
+        place (pass a copy to keep the original); `self.precision` names what it runs in.
+
+        Speculative decoding applies to greedy requests decoded alone (a batch of one, no
         log-probs) and gives the same tokens as plain greedy; other calls decode plainly.
         `speculative="prompt_lookup"`: drafts are copied from the prompt (`num_draft`,
         `max_ngram`, `min_ngram`). `speculative="draft"`: `draft_model` (a model, or a checkpoint
@@ -77,6 +84,9 @@ class LocalModel:
             raise ValueError(f"speculative must be one of {SPECULATIVE_MODES}, not {speculative!r}")
         if speculative == "draft" and draft_model is None:
             raise ValueError("speculative='draft' needs draft_model (a model or a checkpoint folder)")
+        if precision is not None:
+            model = apply_precision(model, precision)
+        self.precision = precision_of(model)
         self.speculative = speculative
         self.num_draft, self.max_ngram, self.min_ngram = num_draft, max_ngram, min_ngram
         self.draft_tokens = max(1, draft_tokens)
@@ -109,7 +119,9 @@ class LocalModel:
 
     @classmethod
     def from_pretrained(cls, path: str | Path, **kwargs: Any) -> LocalModel:
-        """Load a local checkpoint folder (fp32 on CPU; the dtype it was saved in on GPU)."""
+        """Load a local checkpoint folder (fp32 on CPU; the dtype it was saved in on GPU), in
+        `precision` if given (the model id then ends in `@int8` / `@bf16`, so traces and
+        evaluation results say which weights answered)."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -118,7 +130,10 @@ class LocalModel:
         tok = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         model = model.to(device)  # type: ignore[arg-type]
-        return cls(model, tok, model_id=kwargs.pop("model_id", f"local:{Path(path).name}"), **kwargs)
+        model_id = kwargs.pop("model_id", f"local:{Path(path).name}")
+        if kwargs.get("precision") not in (None, "fp32"):
+            model_id += f"@{kwargs['precision']}"
+        return cls(model, tok, model_id=model_id, **kwargs)
 
     @classmethod
     def default(cls, **kwargs: Any) -> LocalModel:
@@ -244,7 +259,7 @@ class LocalModel:
         else:
             rows, ttft = decode_batch(
                 self.model, cache, p_len, [p[p_len:] for p in prompts], eos_id=self._format.eos_id,
-                pad_id=self.pad_id, max_new_tokens=first.max_new_tokens,
+                max_new_tokens=first.max_new_tokens,
                 temperature=first.temperature, top_p=first.top_p,
                 logprobs=any(r.logprobs for r in reqs), stopped=stopped if first.stop else None,
                 on_token=on_token)

@@ -5,28 +5,43 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import ChatModel
+from .precision import PRECISIONS
 
 MODEL_HELP = ("'local' (the embedded default model), a local checkpoint folder, or "
               "'openai:URL#MODEL' for an OpenAI-compatible server, e.g. "
-              "openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-0.6B")
+              "openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-0.6B; a local model takes a weight "
+              "precision after '@': local@int8 or CKPT@int8 (int8 Linear layers on the CPU: fewer bytes "
+              "per token, outputs differ slightly from fp32), @bf16, @fp32 (the CPU default)")
+
+
+def split_precision(spec: str) -> tuple[str, str | None]:
+    """'local@int8' -> ('local', 'int8'); a spec without a known precision suffix is unchanged
+    (a path may contain '@')."""
+    base, at, suffix = spec.rpartition("@")
+    return (base, suffix) if at and suffix in PRECISIONS else (spec, None)
 
 
 def load_model(spec: str = "local", *, prefix_cache: bool = True, max_batch: int = 8) -> ChatModel:
     """Build the backend named by `spec` (see MODEL_HELP); raises ValueError if unusable."""
-    if spec == "local":
+    name, precision = split_precision(spec)
+    if name == "local":
         from .local import LocalModel
 
-        return LocalModel.default(prefix_cache=prefix_cache, max_batch=max_batch)
-    if spec.startswith("openai:"):
+        return LocalModel.default(prefix_cache=prefix_cache, max_batch=max_batch, precision=precision)
+    if name.startswith("openai:"):
         from .openai_compat import OpenAICompatibleModel
 
-        url, _, served = spec.removeprefix("openai:").partition("#")
+        if precision is not None:
+            raise ValueError(f"'{spec}': a weight precision applies to a local model only (the "
+                             "server chooses its own)")
+        url, _, served = name.removeprefix("openai:").partition("#")
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"'{spec}': expected openai:http(s)://HOST[:PORT]/v1#MODEL")
         return OpenAICompatibleModel(base_url=url, model=served or "default")
-    path = Path(spec.removeprefix("local:"))
+    path = Path(name.removeprefix("local:"))
     if (path / "config.json").is_file():
         from .local import LocalModel
 
-        return LocalModel.from_pretrained(path, prefix_cache=prefix_cache, max_batch=max_batch)
+        return LocalModel.from_pretrained(path, prefix_cache=prefix_cache, max_batch=max_batch,
+                                          precision=precision)
     raise ValueError(f"unknown model '{spec}': use {MODEL_HELP}")
