@@ -94,11 +94,20 @@ def _history_replay(res: list[dict[str, Any]]) -> None:
     assert all(row["rendered"] > 0 and row["prompt_tokens"] > 0 for row in r["rows"])
 
 
+def _decode(res: list[dict[str, Any]]) -> None:
+    [r] = res
+    assert r["model"] == "tiny" and r["prefix_tokens"] > 0 and r["new_tokens"] > 0
+    assert set(r["rows"]) == {f"{e} {p} b{b}" for e in ("generate", "hatkit")
+                              for p in ("fp32", "int8") for b in (1, 8)}
+    assert all(row["tokens_per_s"] > 0 and row["ceiling_tokens_per_s"] > 0 for row in r["rows"].values())
+    assert r["int8_speedup_bs1"] > 0 and r["int8_speedup_bs8"] > 0 and 0 <= r["int8_agreement"] <= 1
+
+
 SMOKE: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "latency": _latency, "local_episodes": _local_episodes, "runtime_overhead": _runtime_overhead,
     "sft_throughput": _sft_throughput, "sft_shared_prefix": _sft_shared_prefix,
     "sim_throughput": _sim_throughput, "judge_speed": _judge_speed, "variant_speed": _variant_speed,
-    "parse_speed": _parse_speed, "history_replay": _history_replay,
+    "parse_speed": _parse_speed, "history_replay": _history_replay, "decode": _decode,
 }
 
 

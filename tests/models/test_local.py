@@ -3,6 +3,8 @@ about greedy outputs; stop strings and log-probs behave."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -152,3 +154,55 @@ def test_a_raising_sink_is_dropped_and_decoding_goes_on() -> None:
     assert all(o.error is None for o in outs)
     assert "".join(seen) == m.tok.decode(
         [t for t in outs[1].token_ids or [] if t != 2], skip_special_tokens=False)
+
+
+def test_a_batch_reads_one_copy_of_the_shared_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows are packed behind one copy of the cached prefix (issue 18.2): the batch's KV cache
+    holds the prefix once plus each row's own tokens, not a prefix copy per row."""
+    import transformers
+
+    caches: list[object] = []
+
+    class Spy(transformers.StaticCache):  # type: ignore[misc]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            caches.append(self)
+
+    monkeypatch.setattr(transformers, "StaticCache", Spy)
+    m = _model(max_batch=8)
+    reqs = _requests(m, QUESTIONS, max_new_tokens=6)
+    m.generate(reqs)
+    [cache] = caches
+    keys = cache.layers[0].keys  # type: ignore[attr-defined]
+    prefix = reqs[0].prefix_len
+    suffixes = sum(len(r.prompt_ids or []) - prefix for r in reqs)
+    assert keys.shape[0] == 1 and keys.shape[2] == prefix + suffixes + len(reqs) * 6
+
+
+def test_rows_that_stop_at_different_steps_decode_as_alone() -> None:
+    alone = _model(max_batch=1)
+    batched = _model(max_batch=8)
+    free = alone.generate(_requests(alone, QUESTIONS, max_new_tokens=20))
+    text = alone.tok.decode(free[1].token_ids or [], skip_special_tokens=False)
+    reqs = _requests(alone, QUESTIONS, max_new_tokens=20, stop=(text[3:5],))  # ends row 1 early
+    a, b = alone.generate(reqs), batched.generate(reqs)
+    assert [o.token_ids for o in a] == [o.token_ids for o in b]
+    assert a[1].finish_reason == "stop" and len({len(o.token_ids or []) for o in a}) > 1
+
+
+def test_nucleus_sampling_draws_only_from_the_nucleus_in_proportion() -> None:
+    """The nucleus is looked for among the 256 likeliest tokens first (a full sort per step was
+    ~40 ms at batch 8); a flat distribution whose nucleus is wider takes the full sort."""
+    from hatkit.models.decoding import _choose
+
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.full((2, 1000), -30.0)
+    logits[:, :4] = torch.tensor([2.0, 1.0, 0.5, -1.0])  # softmax ~ .61 .22 .14 .03
+    draws = torch.cat([_choose(logits, 1.0, 0.7, False, gen)[0] for _ in range(1000)])
+    share = float((draws == 0).float().mean())
+    assert set(draws.tolist()) == {0, 1} and abs(share - 0.61 / 0.83) < 0.05
+    flat = torch.zeros((2, 1000))
+    picked, lp = _choose(flat, 1.0, 0.5, True, gen)
+    assert picked.max() < 1000 and torch.allclose(lp, torch.full((2,), -math.log(1000)))
+    free = torch.cat([_choose(logits, 1.0, 1.0, False, gen)[0] for _ in range(1000)])
+    assert set(free.tolist()) == {0, 1, 2, 3}

@@ -9,9 +9,9 @@ quantised too (a fifth of the weights); when tied to the embedding, the embeddin
 for the lookup, which reads one row per token. Stock `quantize_dynamic` is not used: it
 quantises a layer's whole input with one 7-bit scale, so a row's output depended on the other
 rows of its batch, on padding and on whether its prefix was cached, and its greedy tokens
-agreed less with fp32. Here each token is scaled to [-1, 1] and a constant row pins the
-kernel's range to [-1, 1], so every token is quantised alone, with 8 bits where the CPU has
-VNNI (no int16 saturation; 7 bits elsewhere, as fbgemm requires).
+agreed less with fp32 (78% against 90% teacher-forced on SmolLM2). Here each token is scaled
+to [-1, 1] and quantised with fixed parameters, so every token is quantised alone, with 8 bits
+where the CPU has VNNI (7 bits elsewhere: fbgemm's int16 sums could saturate).
 """
 
 from __future__ import annotations
@@ -51,15 +51,13 @@ def _linear_class() -> type[Any]:
                 self.packed = torch.ops.quantized.linear_prepack(qw, None)
             self.bias = None if linear.bias is None else torch.nn.Parameter(
                 linear.bias.detach().float(), requires_grad=False)
-            self.span = torch.zeros(1, self.in_features)  # pins the kernel's range to [-1, 1]
-            self.span[0, 0], self.span[0, -1] = 1.0, -1.0
-            self.reduce_range = not _has_vnni()
+            self.levels = 127 if _has_vnni() else 63  # 8-bit inputs, 7-bit without VNNI
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             flat = x.reshape(-1, self.in_features).float()
             s = flat.abs().amax(-1, keepdim=True).clamp_min(1e-30)
-            y: torch.Tensor = torch.ops.quantized.linear_dynamic(
-                torch.cat([flat / s, self.span]), self.packed, self.reduce_range)[:-1] * s
+            y: torch.Tensor = torch.ops.quantized.linear_with_input_q_dq_qweight_dq_output_fp32(
+                flat / s, 1.0 / self.levels, self.levels + 1, self.packed) * s
             if self.bias is not None:
                 y = y + self.bias
             return y.reshape(*x.shape[:-1], self.out_features).to(x.dtype)

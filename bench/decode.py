@@ -1,0 +1,233 @@
+"""Decode speed of the default model against the machine's memory-bandwidth ceiling, in one run
+(issue 18): fp32 and int8 weights, batch 1 and 8, transformers `generate` and hatkit's decoder.
+
+Prompt: the agent's real first request: the shipped live_commerce harness rendered (system
+prompt and tool schemas), a viewer question and the generation prompt, through the model's
+chat template (token counts printed). Batch 8 asks 8 different sample questions after the same
+harness prefix; batch 1 the first.
+
+bandwidth   the machine's streaming read rate: the best of 5 sums over a 512 MB fp32 tensor.
+ceiling     batch / ((weight bytes + KV bytes) / bandwidth) tokens/s, where weight bytes are
+            what one decode step reads (every layer and the output layer; the embedding table
+            only as a tied fp32 output layer) and KV bytes the least a step must read: the
+            shared prefix's K/V once plus each row's own tokens (mean over the decode).
+generate    `model.generate`, greedy, given a copy of the prefix's KV cache per row (batch 8
+            repeats the first question: it cannot pad between a cached prefix and a suffix).
+hatkit      `decode_batch` (LocalModel's decoder) with the prefix cache warm.
+            Every row decodes --new-tokens tokens (end-of-turn ignored); tokens/s = generated
+            tokens / wall seconds of the call (the suffix prefill included, the prefix not).
+agreement   int8 against fp32 on the batch-8 prompts: the share of fp32's greedy tokens that
+            int8 also picks given the same history (teacher-forced), and how many leading
+            greedy tokens are identical.
+
+Goals (issue 18): int8 >= 1.8x hatkit's fp32 tokens/s at batch 1 and >= 2x at batch 8; hatkit
+at batch 8 >= 60% of its ceiling. The machine's load average is printed with the figures: a
+busy machine (shared cores) lowers every figure, ceilings included only through bandwidth.
+`--smoke`: the tests' tiny random-weight model, few tokens (checks the bench runs, not goals).
+Prints a table, then one JSON object as the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from _common import BenchFailed, check_work, tiny_local_model
+
+from hatkit import __version__
+from hatkit.agent import Agent
+from hatkit.demo import SAMPLE_QUESTIONS
+from hatkit.harness import load_harness
+from hatkit.models.decoding import decode_batch
+from hatkit.models.local import LocalModel
+from hatkit.models.precision import int8_linear
+
+BENCH = "decode"
+GOALS = {"int8_speedup_bs1": 1.8, "int8_speedup_bs8": 2.0, "hatkit_fp32_bs8_share": 0.6,
+         "hatkit_int8_bs8_share": 0.6}
+
+
+def bandwidth(mb: int) -> float:
+    """Bytes per second of a streaming read (torch sum over an fp32 tensor, best of 5)."""
+    import torch
+
+    x = torch.ones(mb * 2**20 // 4)
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        float(x.sum())
+        best = min(best, time.perf_counter() - t)
+    return x.numel() * 4 / best
+
+
+def weight_bytes(model: Any) -> int:
+    """Bytes one decode step reads from the weights (embedding lookups aside)."""
+    import torch
+
+    seen: set[int] = set()
+    total = 0
+    for module in model.modules():
+        if isinstance(module, torch.nn.Embedding):
+            continue
+        if isinstance(module, int8_linear()):
+            total += module.in_features * module.out_features + 4 * module.out_features
+        for t in [*module.parameters(recurse=False), *module.buffers(recurse=False)]:
+            if t.data_ptr() not in seen:
+                seen.add(t.data_ptr())
+                total += t.numel() * t.element_size()
+    return total
+
+
+def kv_bytes_per_token(model: Any) -> int:
+    c = model.config
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    return int(2 * c.num_hidden_layers * c.num_key_value_heads * head_dim * 4)  # K and V, fp32 cache
+
+
+def prompts(model: LocalModel, n: int) -> tuple[list[int], list[list[int]]]:
+    """(harness prefix ids, one suffix per question): the agent's first request per question."""
+    agent = Agent(load_harness("live_commerce"), model)
+    prefix: list[int] = []
+    suffixes = []
+    for q in (SAMPLE_QUESTIONS * 2)[:n]:
+        req = next(agent.episode().ask(q))
+        ids = list(req.prompt_ids or [])
+        prefix = ids[: req.prefix_len]
+        suffixes.append(ids[req.prefix_len:])
+    return prefix, suffixes
+
+
+def run_hatkit(model: LocalModel, prefix: list[int], suffixes: list[list[int]],
+               new: int) -> tuple[float, list[list[int]]]:
+    cache = model._prefix_cache(tuple(prefix))  # warm: computed before, reused here
+    t = time.perf_counter()
+    rows, _ = decode_batch(model.model, cache, len(prefix), suffixes, eos_id=-1, max_new_tokens=new)
+    seconds = time.perf_counter() - t
+    return seconds, [r.token_ids for r in rows]
+
+
+def run_generate(model: LocalModel, prefix: list[int], suffix: list[int], batch: int, new: int) -> float:
+    import torch
+
+    cache = copy.deepcopy(model._prefix_cache(tuple(prefix)))
+    if batch > 1:
+        cache.batch_repeat_interleave(batch)
+    ids = torch.tensor([prefix + suffix] * batch)
+    t = time.perf_counter()
+    with torch.inference_mode():
+        out = model.model.generate(ids, attention_mask=torch.ones_like(ids), cache=cache,
+                                   max_new_tokens=new, min_new_tokens=new,
+                                   do_sample=False, pad_token_id=model.pad_id)
+    seconds = time.perf_counter() - t
+    if out.shape[1] - ids.shape[1] != new:
+        raise BenchFailed(BENCH, f"generate made {out.shape[1] - ids.shape[1]} tokens, not {new}")
+    return seconds
+
+
+def agreement(model: LocalModel, prefix: list[int], suffixes: list[list[int]],
+              refs: list[list[int]]) -> float:
+    """Share of `refs` (fp32's greedy tokens) that `model` picks given the same history."""
+    import torch
+
+    hits = total = 0
+    cache = model._prefix_cache(tuple(prefix))
+    for suffix, ref in zip(suffixes, refs, strict=True):
+        ids = torch.tensor([suffix + ref[:-1]])
+        pos = len(prefix) + torch.arange(ids.shape[1])[None]
+        with torch.inference_mode():
+            logits = model.model(input_ids=ids, position_ids=pos, cache=copy.deepcopy(cache)).logits
+        picks = logits[0, len(suffix) - 1:].argmax(-1).tolist()
+        hits += sum(a == b for a, b in zip(picks, ref, strict=True))
+        total += len(ref)
+    return hits / total
+
+
+def leading_same(a: list[int], b: list[int]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--new-tokens", type=int, default=64, help="tokens each row decodes")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--smoke", action="store_true", help="tiny random model, few tokens (seconds)")
+    args = ap.parse_args(argv)
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    load_before = os.getloadavg()[0]
+    new = min(args.new_tokens, 4) if args.smoke else args.new_tokens
+    base = tiny_local_model() if args.smoke else LocalModel.default()
+    base.model.to("cpu")  # the CPU's ceiling is what this bench measures
+    models = {"fp32": base, "int8": LocalModel(copy.deepcopy(base.model), base.tok, base.model_id,
+                                               precision="int8")}
+    prefix, suffixes = prompts(base, 8)
+    bw = bandwidth(16 if args.smoke else 512)
+    kv_tok = kv_bytes_per_token(base.model)
+    print(f"prompt: {len(prefix)} prefix tokens (rendered live_commerce harness) + "
+          f"{len(suffixes[0])} (question, generation prompt) = {len(prefix) + len(suffixes[0])} tokens "
+          f"at batch 1; batch 8 suffixes {min(map(len, suffixes))}-{max(map(len, suffixes))} tokens")
+    print(f"streaming read bandwidth {bw / 1e9:.1f} GB/s; {torch.get_num_threads()} torch threads; "
+          f"load average {load_before:.1f} on {os.cpu_count()} CPUs")
+    rows: dict[str, dict[str, Any]] = {}
+    outputs: dict[str, list[list[int]]] = {}
+    for prec, m in models.items():
+        m._prefix_cache(tuple(prefix))  # prefill the prefix once, outside the timings
+        w = weight_bytes(m.model)
+        for batch in (1, 8):
+            sfx = suffixes[:batch]
+            kv = (len(prefix) + sum(map(len, sfx)) + batch * new / 2) * kv_tok
+            ceiling = batch * bw / (w + kv)
+            for engine in ("generate", "hatkit"):
+                if engine == "hatkit":
+                    secs, toks = run_hatkit(m, prefix, sfx, new)
+                    if batch == 8:
+                        outputs[prec] = toks
+                else:
+                    secs = run_generate(m, prefix, sfx[0], batch, new)
+                tps = batch * new / secs
+                check_work(BENCH, **{f"{engine} {prec} b{batch} tokens/s": tps})
+                rows[f"{engine} {prec} b{batch}"] = {
+                    "tokens_per_s": round(tps, 2), "ceiling_tokens_per_s": round(ceiling, 2),
+                    "share_of_ceiling": round(tps / ceiling, 3), "weight_mb": round(w / 1e6, 1),
+                    "kv_mb_per_step": round(kv / 1e6, 1)}
+    agree = agreement(models["int8"], prefix, suffixes, outputs["fp32"])
+    leading = [leading_same(a, b) for a, b in zip(outputs["fp32"], outputs["int8"], strict=True)]
+
+    print(f"{'configuration':22} {'tokens/s':>9} {'ceiling':>9} {'share':>7} {'weights MB':>11} "
+          f"{'KV MB/step':>11}")
+    for name, r in rows.items():
+        print(f"{name:22} {r['tokens_per_s']:9.2f} {r['ceiling_tokens_per_s']:9.2f} "
+              f"{r['share_of_ceiling']:7.1%} {r['weight_mb']:11.1f} {r['kv_mb_per_step']:11.1f}")
+    figures = {
+        "int8_speedup_bs1": rows["hatkit int8 b1"]["tokens_per_s"] / rows["hatkit fp32 b1"]["tokens_per_s"],
+        "int8_speedup_bs8": rows["hatkit int8 b8"]["tokens_per_s"] / rows["hatkit fp32 b8"]["tokens_per_s"],
+        "hatkit_fp32_bs8_share": rows["hatkit fp32 b8"]["share_of_ceiling"],
+        "hatkit_int8_bs8_share": rows["hatkit int8 b8"]["share_of_ceiling"],
+    }
+    print(f"int8 vs fp32 greedy agreement: {agree:.1%} of fp32's tokens (teacher-forced); leading "
+          f"identical tokens per row {leading} of {new}")
+    print("goals: " + "; ".join(f"{k} {v:.2f} (>= {GOALS[k]}: {'met' if v >= GOALS[k] else 'NOT met'})"
+                                for k, v in figures.items()))
+    load_after = os.getloadavg()[0]
+    print(json.dumps({
+        "bench": BENCH, "model": base.model_id, "prefix_tokens": len(prefix),
+        "prompt_tokens_bs1": len(prefix) + len(suffixes[0]), "new_tokens": new,
+        "bandwidth_gb_s": round(bw / 1e9, 2), "rows": rows,
+        **{k: round(v, 3) for k, v in figures.items()},
+        "int8_agreement": round(agree, 4), "int8_leading_identical": leading,
+        "load_avg_before": round(load_before, 2), "load_avg_after": round(load_after, 2),
+        "cpus": os.cpu_count(), "threads": torch.get_num_threads(), "hatkit": __version__,
+        "torch": torch.__version__, "python": platform.python_version(),
+    }))
+
+
+if __name__ == "__main__":
+    main()
