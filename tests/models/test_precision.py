@@ -46,11 +46,31 @@ def test_int8_replaces_every_linear_layer_and_keeps_the_embedding() -> None:
     assert m.model.model.embed_tokens.weight.dtype == torch.float32
 
 
+def test_fused_q_k_v_give_each_layers_own_output_and_keep_nothing() -> None:
+    """q/k/v (and gate/up) run as one int8 call on their shared input; each layer gets exactly
+    what its own Int8Linear would give, and the group holds no tensor once all have read."""
+    tok = tiny_tokenizer()
+    ref = tiny_llama(len(tok), seed=1)
+    attn = ref.model.layers[0].self_attn
+    own = {n: int8_linear()(getattr(attn, n).weight, getattr(attn, n).bias)
+           for n in ("q_proj", "k_proj", "v_proj")}
+    fused = apply_precision(tiny_llama(len(tok), seed=1), "int8").model.layers[0].self_attn
+    x = torch.randn(3, 5, 32)
+    with torch.inference_mode():
+        for name in ("q_proj", "k_proj", "v_proj"):
+            assert torch.equal(getattr(fused, name)(x), own[name](x))
+        assert fused.q_proj.group["x"] is None and fused.q_proj.group["y"] is None
+        other = torch.randn(3, 5, 32)  # a new input recomputes, even after a partial read
+        fused.q_proj(x)
+        assert torch.equal(fused.k_proj(other), own["k_proj"](other))
+
+
 def test_int8_rows_are_quantised_alone() -> None:
     """Stock dynamic quantisation scales a layer's whole input at once, so a row's output
     depends on its batch; here each token is quantised on its own (bit-identical)."""
     torch.manual_seed(0)
-    layer = int8_linear()(torch.nn.Linear(32, 16))
+    linear = torch.nn.Linear(32, 16)
+    layer = int8_linear()(linear.weight, linear.bias)
     x = torch.randn(5, 32) * torch.tensor([1.0, 100.0, 0.01, 3.0, 0.0])[:, None]
     together = layer(x)
     alone = torch.cat([layer(x[i:i + 1]) for i in range(5)])

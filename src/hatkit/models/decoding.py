@@ -75,6 +75,15 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
     last = start + torch.tensor(lens, device=device) - 1
     next_pos = prefix_len + torch.tensor(lens, device=device)
     cur = prefix_len + width
+    c = model.config
+    groups = c.num_attention_heads // (getattr(c, "num_key_value_heads", None) or c.num_attention_heads)
+
+    def bias(allowed_rows: Any) -> Any:
+        """The mask as SDPA's additive bias, rows repeated per query head of a K/V head, built
+        once per step for every layer (a boolean mask was converted in each layer)."""
+        zeros = torch.zeros(allowed_rows.shape, dtype=model.dtype, device=device)
+        return zeros.masked_fill_(~allowed_rows, float("-inf")).repeat(groups, 1)[None, None]
+
     rows = list(range(b))
     out_ids: list[list[int]] = [[] for _ in range(b)]
     out_lp: list[list[float]] = [[] for _ in range(b)]
@@ -82,7 +91,7 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
     started = time.perf_counter()
     ttft = 0.0
     with torch.inference_mode(), _packed_attention(model):
-        logits = model(input_ids=ids, attention_mask=mask[None, None],
+        logits = model(input_ids=ids, attention_mask=bias(mask),
                        position_ids=(prefix_len + within)[None], cache=cache, use_cache=True,
                        logits_to_keep=last).logits[0].float()
         for step in range(max_new_tokens):
@@ -113,7 +122,7 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
             n = len(rows)
             allowed[active, cur + torch.arange(n, device=device)] = True
             cur += n
-            logits = model(input_ids=nxt[None], attention_mask=allowed[active, :cur][None, None],
+            logits = model(input_ids=nxt[None], attention_mask=bias(allowed[active, :cur]),
                            position_ids=next_pos[None], cache=cache, use_cache=True).logits[0].float()
             next_pos = next_pos + 1
     results = [RowResult(out_ids[i], out_lp[i] if logprobs else None, reasons[i]) for i in range(b)]
@@ -125,8 +134,8 @@ _ATTENTION = "hatkit_packed_sdpa"
 
 def _packed_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
                  dropout: float = 0.0, scaling: float | None = None, **kwargs: Any) -> tuple[Any, None]:
-    """SDPA under an explicit (1, 1, q, kv) boolean mask over the filled cache slots; the
-    query heads sharing a K/V head are stacked along the query axis instead of repeating K/V."""
+    """SDPA over the filled cache slots under decode_batch's additive mask (1, 1, groups * q, kv);
+    the query heads sharing a K/V head are stacked along the query axis instead of repeating K/V."""
     import torch
 
     if kwargs.get("sliding_window") or kwargs.get("softcap"):
@@ -137,7 +146,7 @@ def _packed_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: 
     groups = heads // key.shape[1]
     out = torch.nn.functional.scaled_dot_product_attention(
         query.reshape(batch, key.shape[1], groups * q, dim), key, value,
-        attn_mask=attention_mask.repeat(1, 1, groups, 1), scale=scaling)
+        attn_mask=attention_mask, scale=scaling)
     return out.reshape(batch, heads, q, -1).transpose(1, 2).contiguous(), None
 
 
