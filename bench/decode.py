@@ -23,6 +23,9 @@ agreement   int8 against fp32 on the batch-8 prompts: the share of fp32's greedy
 Goals (issue 18): int8 >= 1.8x hatkit's fp32 tokens/s at batch 1 and >= 2x at batch 8; hatkit
 at batch 8 >= 60% of its ceiling. The machine's load average is printed with the figures: a
 busy machine (shared cores) lowers every figure, ceilings included only through bandwidth.
+torch's default (one thread per core) collapses when another process holds a core (threads
+wait on each other at every op; int8, with more and smaller ops per step, suffers most):
+compare `--threads 1` on a shared machine.
 `--smoke`: the tests' tiny random-weight model, few tokens (checks the bench runs, not goals).
 Prints a table, then one JSON object as the last line.
 """

@@ -1,11 +1,11 @@
 """Local transformers backend with prefix caching and batched decoding.
 
-Every episode of a harness starts with the same rendered system prompt (about 1,500 tokens).
+Every episode of a harness starts with the same rendered system prompt (800-1,500 tokens).
 Prefilling it costs seconds on a CPU, so its KV cache is computed once per prefix and
 copied into each call; episodes waiting on the model at the same time decode in one batch.
-Rows of a batch share the cached prefix and are padded *between* prefix and suffix, so the
-prefix keeps its positions and greedy outputs match unbatched ones; decoding itself is in
-`decoding.py` (plain and prompt lookup) and `assisted.py` (draft model).
+Rows of a batch share one copy of the cached prefix (packed behind it, each seeing only the
+prefix and itself, with its own positions), so greedy outputs match unbatched ones; decoding
+itself is in `decoding.py` (plain and prompt lookup) and `assisted.py` (draft model).
 
 Weights: `precision="int8"` (or "bf16") converts the model's weights for faster decoding on a
 CPU (see `precision.py`); `--model local@int8` and `CKPT@int8` select it from the command line.
