@@ -36,3 +36,19 @@ def tiny_llama(vocab_size: int, seed: int = 0) -> Any:
                          max_position_embeddings=4096, tie_word_embeddings=False,
                          eos_token_id=2, bos_token_id=1, pad_token_id=2, initializer_range=0.5)
     return LlamaForCausalLM(config).eval()
+
+
+def tiny_requests(model: Any, questions: list[str], **kw: Any) -> list[Any]:
+    """One ModelRequest per question, each a shared system prompt (the cached prefix) plus the
+    question, with exact prompt ids from `model`'s token format."""
+    from hatkit.models.base import ChatMessage, ModelRequest
+
+    fmt = model.token_format()
+    system = ChatMessage("system", "you are a shop host. " * 8)
+    prefix = fmt.prefix_ids(system, [])
+    reqs = []
+    for q in questions:
+        user = ChatMessage("user", q)
+        ids = prefix + fmt.message_ids([system], user, []) + fmt.generation_prompt_ids([system, user], [])
+        reqs.append(ModelRequest([system, user], prompt_ids=ids, prefix_len=len(prefix), **kw))
+    return reqs

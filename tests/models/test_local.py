@@ -11,7 +11,7 @@ import torch
 from hatkit.models.base import ChatMessage, ModelRequest
 from hatkit.models.errors import ContextTooLong
 from hatkit.models.local import LocalModel
-from tiny import tiny_llama, tiny_tokenizer
+from tiny import tiny_llama, tiny_requests, tiny_tokenizer
 
 
 def _model(**kwargs: object) -> LocalModel:
@@ -19,16 +19,6 @@ def _model(**kwargs: object) -> LocalModel:
     return LocalModel(tiny_llama(len(tok), seed=1), tok, "tiny", **kwargs)  # type: ignore[arg-type]
 
 
-def _requests(m: LocalModel, questions: list[str], **kw: object) -> list[ModelRequest]:
-    fmt = m.token_format()
-    system = ChatMessage("system", "you are a shop host. " * 8)
-    prefix = fmt.prefix_ids(system, [])
-    reqs = []
-    for q in questions:
-        user = ChatMessage("user", q)
-        ids = prefix + fmt.message_ids([system], user, []) + fmt.generation_prompt_ids([system, user], [])
-        reqs.append(ModelRequest([system, user], prompt_ids=ids, prefix_len=len(prefix), **kw))  # type: ignore[arg-type]
-    return reqs
 
 
 QUESTIONS = ["price?", "is the red mug in stock in size m?", "hi", "when does it ship to chicago?"]
@@ -37,7 +27,7 @@ QUESTIONS = ["price?", "is the red mug in stock in size m?", "hi", "when does it
 def test_prefix_cache_and_batching_keep_greedy_outputs_identical() -> None:
     naive = _model(prefix_cache=False, max_batch=1)
     fast = _model(prefix_cache=True, max_batch=8)
-    reqs = _requests(naive, QUESTIONS, max_new_tokens=12)
+    reqs = tiny_requests(naive, QUESTIONS, max_new_tokens=12)
     a = naive.generate(reqs)
     b = fast.generate(reqs)
     assert [o.token_ids for o in a] == [o.token_ids for o in b]
@@ -49,12 +39,12 @@ def test_prefix_cache_and_batching_keep_greedy_outputs_identical() -> None:
 
 def test_logprobs_match_greedy_choice() -> None:
     m = _model()
-    out = m.generate(_requests(m, ["price?"], max_new_tokens=6, logprobs=True))[0]
+    out = m.generate(tiny_requests(m, ["price?"], max_new_tokens=6, logprobs=True))[0]
     assert out.logprobs is not None and out.token_ids is not None
     assert len(out.logprobs) == len(out.token_ids) == out.completion_tokens
     assert all(lp <= 0 for lp in out.logprobs)
     # recompute the first token's log-prob with a plain forward pass
-    req = _requests(m, ["price?"])[0]
+    req = tiny_requests(m, ["price?"])[0]
     with torch.no_grad():
         logits = m.model(torch.tensor([list(req.prompt_ids or [])])).logits[0, -1]
     lp = torch.log_softmax(logits, -1)
@@ -64,11 +54,11 @@ def test_logprobs_match_greedy_choice() -> None:
 
 def test_stop_string_cuts_the_row() -> None:
     m = _model()
-    free = m.generate(_requests(m, ["hi"], max_new_tokens=20))[0]
+    free = m.generate(tiny_requests(m, ["hi"], max_new_tokens=20))[0]
     text = m.tok.decode(free.token_ids or [], skip_special_tokens=False)
     assert len(text) >= 3
     stop = text[1:3]  # a string the greedy output is known to produce
-    cut = m.generate(_requests(m, ["hi"], max_new_tokens=20, stop=(stop,)))[0]
+    cut = m.generate(tiny_requests(m, ["hi"], max_new_tokens=20, stop=(stop,)))[0]
     assert cut.finish_reason == "stop"
     assert m.tok.decode(cut.token_ids or [], skip_special_tokens=False).endswith(stop)
     assert len(cut.token_ids or []) <= 3
@@ -77,7 +67,7 @@ def test_stop_string_cuts_the_row() -> None:
 def test_a_prompt_longer_than_the_context_is_a_typed_error_and_the_rest_decode() -> None:
     m = _model()
     long = ModelRequest([ChatMessage("user", "x")], prompt_ids=[5] * m.context_tokens, max_new_tokens=2)
-    ok = _requests(m, ["hi"], max_new_tokens=2)[0]
+    ok = tiny_requests(m, ["hi"], max_new_tokens=2)[0]
     bad_out, ok_out = m.generate([long, ok])
     assert isinstance(bad_out.error, ContextTooLong) and bad_out.finish_reason == "error"
     assert ok_out.error is None and ok_out.token_ids
@@ -97,7 +87,7 @@ def test_a_stream_consumer_that_raises_is_logged_and_dropped(caplog: pytest.LogC
     def broken(text: str) -> None:
         raise ValueError("client went away")
 
-    reqs = _requests(m, ["hi", "hi"], max_new_tokens=4)
+    reqs = tiny_requests(m, ["hi", "hi"], max_new_tokens=4)
     outs = m.generate(reqs, streams=[broken, got.append])
     assert all(o.error is None for o in outs) and got
     assert m.stats["sink_errors"] == 1
@@ -106,7 +96,7 @@ def test_a_stream_consumer_that_raises_is_logged_and_dropped(caplog: pytest.LogC
 
 def test_decoder_matches_transformers_generate() -> None:
     m = _model(max_batch=8)
-    reqs = _requests(m, QUESTIONS, max_new_tokens=10)
+    reqs = tiny_requests(m, QUESTIONS, max_new_tokens=10)
     ours = m.generate(reqs)
     for req, out in zip(reqs, ours, strict=True):
         prompt = torch.tensor([list(req.prompt_ids or [])])
@@ -121,16 +111,16 @@ def test_decoder_matches_transformers_generate() -> None:
 def test_sampling_is_seeded_and_logprobs_are_of_the_sampled_tokens() -> None:
     m = _model()
     torch.manual_seed(0)
-    a = m.generate(_requests(m, ["hi"], max_new_tokens=8, temperature=1.0, logprobs=True))[0]
+    a = m.generate(tiny_requests(m, ["hi"], max_new_tokens=8, temperature=1.0, logprobs=True))[0]
     torch.manual_seed(0)
-    b = m.generate(_requests(m, ["hi"], max_new_tokens=8, temperature=1.0, logprobs=True))[0]
+    b = m.generate(tiny_requests(m, ["hi"], max_new_tokens=8, temperature=1.0, logprobs=True))[0]
     assert a.token_ids == b.token_ids and a.logprobs == b.logprobs
     assert a.logprobs is not None and all(lp <= 0 for lp in a.logprobs)
 
 
 def test_streams_get_each_rows_text_as_it_decodes() -> None:
     m = _model(max_batch=8)
-    reqs = _requests(m, QUESTIONS, max_new_tokens=12)
+    reqs = tiny_requests(m, QUESTIONS, max_new_tokens=12)
     got: list[list[str]] = [[] for _ in reqs]
     outs = m.generate(reqs, streams=[g.append for g in got])
     assert m.stats["batches"] == 1  # one batch, four sinks
@@ -144,7 +134,7 @@ def test_streams_get_each_rows_text_as_it_decodes() -> None:
 
 def test_a_raising_sink_is_dropped_and_decoding_goes_on() -> None:
     m = _model()
-    reqs = _requests(m, ["hi", "price?"], max_new_tokens=8)
+    reqs = tiny_requests(m, ["hi", "price?"], max_new_tokens=8)
     seen: list[str] = []
 
     def bad(_: str) -> None:
@@ -170,7 +160,7 @@ def test_a_batch_reads_one_copy_of_the_shared_prefix(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(transformers, "StaticCache", Spy)
     m = _model(max_batch=8)
-    reqs = _requests(m, QUESTIONS, max_new_tokens=6)
+    reqs = tiny_requests(m, QUESTIONS, max_new_tokens=6)
     m.generate(reqs)
     [cache] = caches
     keys = cache.layers[0].keys  # type: ignore[attr-defined]
@@ -182,9 +172,9 @@ def test_a_batch_reads_one_copy_of_the_shared_prefix(monkeypatch: pytest.MonkeyP
 def test_rows_that_stop_at_different_steps_decode_as_alone() -> None:
     alone = _model(max_batch=1)
     batched = _model(max_batch=8)
-    free = alone.generate(_requests(alone, QUESTIONS, max_new_tokens=20))
+    free = alone.generate(tiny_requests(alone, QUESTIONS, max_new_tokens=20))
     text = alone.tok.decode(free[1].token_ids or [], skip_special_tokens=False)
-    reqs = _requests(alone, QUESTIONS, max_new_tokens=20, stop=(text[3:5],))  # ends row 1 early
+    reqs = tiny_requests(alone, QUESTIONS, max_new_tokens=20, stop=(text[3:5],))  # ends row 1 early
     a, b = alone.generate(reqs), batched.generate(reqs)
     assert [o.token_ids for o in a] == [o.token_ids for o in b]
     assert a[1].finish_reason == "stop" and len({len(o.token_ids or []) for o in a}) > 1

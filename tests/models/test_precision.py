@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from hatkit.models.base import ChatMessage, ModelRequest
 from hatkit.models.local import LocalModel
 from hatkit.models.precision import apply_precision, int8_linear, precision_of
 from hatkit.models.select import load_model, split_precision
-from tiny import tiny_llama, tiny_tokenizer
+from tiny import tiny_llama, tiny_requests, tiny_tokenizer
 
 QUESTIONS = ["price?", "is the red mug in stock in size m?", "hi", "when does it ship to chicago?",
              "what colours?", "can I return it if it does not fit?"]
@@ -25,16 +24,6 @@ def _model(precision: str | None = "int8", seed: int = 1, **kwargs: object) -> L
                       **kwargs)  # type: ignore[arg-type]
 
 
-def _requests(m: LocalModel, questions: list[str], **kw: object) -> list[ModelRequest]:
-    fmt = m.token_format()
-    system = ChatMessage("system", "you are a shop host. " * 8)
-    prefix = fmt.prefix_ids(system, [])
-    reqs = []
-    for q in questions:
-        user = ChatMessage("user", q)
-        ids = prefix + fmt.message_ids([system], user, []) + fmt.generation_prompt_ids([system, user], [])
-        reqs.append(ModelRequest([system, user], prompt_ids=ids, prefix_len=len(prefix), **kw))  # type: ignore[arg-type]
-    return reqs
 
 
 def test_int8_replaces_every_linear_layer_and_keeps_the_embedding() -> None:
@@ -89,7 +78,7 @@ def test_int8_greedy_is_deterministic_and_batching_and_prefix_cache_change_nothi
     single = LocalModel(weights, tok, "tiny", precision="int8", prefix_cache=False, max_batch=1)
     batched = LocalModel(weights, tok, "tiny", max_batch=8)  # same int8 weights
     assert batched.precision == "int8"
-    reqs = _requests(single, QUESTIONS, max_new_tokens=16)
+    reqs = tiny_requests(single, QUESTIONS, max_new_tokens=16)
     a = single.generate(reqs)
     b = batched.generate(reqs)
     c = batched.generate(reqs)  # prefix cache warm
@@ -100,7 +89,7 @@ def test_int8_greedy_is_deterministic_and_batching_and_prefix_cache_change_nothi
 
 def test_int8_streams_each_rows_text() -> None:
     m = _model(max_batch=8)
-    reqs = _requests(m, QUESTIONS[:4], max_new_tokens=12)
+    reqs = tiny_requests(m, QUESTIONS[:4], max_new_tokens=12)
     got: list[list[str]] = [[] for _ in reqs]
     outs = m.generate(reqs, streams=[g.append for g in got])
     for out, pieces in zip(outs, got, strict=True):
@@ -116,7 +105,7 @@ def test_int8_greedy_tokens_mostly_agree_with_fp32() -> None:
     for seed in (1, 2):
         fp32 = _model("fp32", seed=seed)
         int8 = _model("int8", seed=seed)
-        for req in _requests(fp32, QUESTIONS, max_new_tokens=24):
+        for req in tiny_requests(fp32, QUESTIONS, max_new_tokens=24):
             ref = fp32.generate([req])[0].token_ids or []
             ids = torch.tensor([list(req.prompt_ids or []) + ref[:-1]])
             with torch.inference_mode():
@@ -128,7 +117,7 @@ def test_int8_greedy_tokens_mostly_agree_with_fp32() -> None:
 def test_bf16_decodes_and_a_bad_precision_is_refused() -> None:
     m = _model("bf16")
     assert m.precision == "bf16" and m.model.dtype == torch.bfloat16
-    out = m.generate(_requests(m, ["hi"], max_new_tokens=4))[0]
+    out = m.generate(tiny_requests(m, ["hi"], max_new_tokens=4))[0]
     assert out.error is None and len(out.token_ids or []) >= 1
     with pytest.raises(ValueError, match="precision must be one of"):
         _model("int4")
