@@ -203,7 +203,7 @@ def _parse_completion(data: Any, stop: Sequence[str], total_s: float) -> ModelOu
     """A non-streamed chat.completion body -> ModelOutput."""
     choices = _as_list(_as_dict(data).get("choices"))
     if not choices or not isinstance(choices[0], dict):
-        return _error_output(BackendUnavailable(
+        return ModelOutput.failed(BackendUnavailable(
             f"response has no choices: {json.dumps(data)[:ERROR_BODY_CHARS]}"), total_s)
     choice = choices[0]
     message = _as_dict(choice.get("message"))
@@ -229,10 +229,6 @@ def _parse_completion(data: Any, stop: Sequence[str], total_s: float) -> ModelOu
 
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) else 0
-
-
-def _error_output(error: ModelError, total_s: float = 0.0) -> ModelOutput:
-    return ModelOutput.failed(error, total_s)
 
 
 _CONTEXT_PHRASES = ("context length", "context window", "maximum context", "too many tokens",
@@ -444,14 +440,14 @@ class OpenAICompatibleModel:
                                     error=BackendTimeout if isinstance(exc, httpx.TimeoutException)
                                     else BackendUnavailable)
             except httpx.HTTPError as exc:  # e.g. undecodable body: retrying will not help
-                return _error_output(BackendUnavailable(f"{type(exc).__name__} from {self.url}: {exc}"),
+                return ModelOutput.failed(BackendUnavailable(f"{type(exc).__name__} from {self.url}: {exc}"),
                                      time.perf_counter() - started)
             if isinstance(result, ModelOutput):
                 return result
             last = result
             if attempt + 1 < attempts:
                 self._sleep(self._delay(attempt, result.retry_after_s))
-        return _error_output(last.error(
+        return ModelOutput.failed(last.error(
             f"gave up on {self.url} after {attempts} attempt{'s' if attempts != 1 else ''}; "
             f"last error: {last.reason}", retry_after_s=last.retry_after_s))
 
@@ -469,7 +465,7 @@ class OpenAICompatibleModel:
             if status >= 300:
                 response.read()
                 message = _server_message(response.text)
-                return _error_output(_client_error(status, f"HTTP {status} from {self.url}: {message}"),
+                return ModelOutput.failed(_client_error(status, f"HTTP {status} from {self.url}: {message}"),
                                      time.perf_counter() - started)
             if "text/event-stream" in response.headers.get("content-type", ""):
                 return self._read_stream(response, stop, started)
@@ -479,7 +475,7 @@ class OpenAICompatibleModel:
             try:
                 data = json.loads(response.text)
             except ValueError:
-                return _error_output(BackendUnavailable(
+                return ModelOutput.failed(BackendUnavailable(
                     f"invalid JSON from {self.url}: {response.text[:ERROR_BODY_CHARS]}"), total_s)
             return _parse_completion(data, stop, total_s)
 
@@ -490,13 +486,13 @@ class OpenAICompatibleModel:
             try:
                 chunk = json.loads(payload)
             except ValueError:
-                return _error_output(BackendUnavailable(
+                return ModelOutput.failed(BackendUnavailable(
                     f"invalid stream chunk from {self.url}: {payload[:ERROR_BODY_CHARS]}"),
                     time.perf_counter() - started)
             if not isinstance(chunk, dict):
                 continue
             if chunk.get("error"):  # vLLM reports failures inside the stream
-                return _error_output(BackendUnavailable(
+                return ModelOutput.failed(BackendUnavailable(
                     f"error in stream from {self.url}: {_server_message(json.dumps(chunk))}"),
                     time.perf_counter() - started)
             state.add(chunk)
