@@ -5,10 +5,11 @@ over SSE as it is generated, see sse.py and streaming.py), POST /v1/live/message
 /healthz, GET /metrics (Prometheus), GET/POST /admin/harness (hot swap, loopback only).
 
 Concurrency and errors (runner.py): at most `max_concurrency` turns at once, else 429 +
-Retry-After; 504 past `request_timeout_s`; 503 + Retry-After when the model backend fails
-(and /healthz says so). All model calls go through one `BatchingModel`, which never calls the
-model from two threads at once (LocalModel is not thread-safe) and decodes the requests
-waiting at that moment in one batch; memory is therefore bounded by the slot count.
+Retry-After; 504 past `request_timeout_s`; a failed model call answers its `ModelError` kind's
+status (429/503/504/413/400; a backend down also shows on /healthz); a bug answers a JSON 500.
+All model calls go through one `BatchingModel`, which never calls the model from two threads
+at once (LocalModel is not thread-safe) and decodes the requests waiting at that moment in one
+batch; memory is therefore bounded by the slot count.
 """
 
 from __future__ import annotations
