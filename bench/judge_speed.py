@@ -23,11 +23,11 @@ from _common import check_episodes, check_work
 from hatkit import __version__
 from hatkit.agent import Agent, InlineToolRunner, Trace
 from hatkit.agent.loop import drive
+from hatkit.domains.live_commerce import DOMAIN as LC
+from hatkit.domains.live_commerce.questions import generate_questions
+from hatkit.domains.live_commerce.rubric.programmatic import ProgrammaticJudge
 from hatkit.harness import Harness, load_harness
-from hatkit.judge.programmatic import ProgrammaticJudge
 from hatkit.sim.augment import make_variant
-from hatkit.sim.oracle import OraclePolicy
-from hatkit.sim.questions import generate_questions
 from hatkit.sim.runner import ask_all
 
 BENCH = "judge_speed"
@@ -36,7 +36,7 @@ FLOOR_MS = 2.0
 
 def oracle_traces(harness: Harness, n: int, seed: int, locale: str) -> list[Trace]:
     questions = generate_questions(harness.rules, n=n, seed=seed, split="train", locale=locale)
-    agent = Agent(harness, OraclePolicy(harness, questions), locale=locale,
+    agent = Agent(harness, LC.oracle(harness, questions), locale=locale,
                   tool_runner=InlineToolRunner())
     episodes = [agent.episode() for _ in questions]
     drive(agent.model, [ask_all(e, [t.text for t in q.turns])
@@ -55,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     with tempfile.TemporaryDirectory(prefix="hatkit-judge-bench-") as tmp:
         harnesses = [load_harness("live_commerce")] + [
-            make_variant("live_commerce", Path(tmp) / f"v{s}", family="train", seed=s) for s in (1, 3)]
+            make_variant("live_commerce", Path(tmp) / f"v{s}", family="train", hsa=LC.hsa, seed=s)
+            for s in (1, 3)]
         cases = [(t, h) for i, h in enumerate(harnesses) for loc in ("en", "zh")
                  for t in oracle_traces(h, args.questions, i, loc)]
     judge = ProgrammaticJudge()

@@ -27,11 +27,12 @@ from _common import check_episodes, check_work
 from hatkit import __version__
 from hatkit.agent import Agent, InlineToolRunner, ThreadToolRunner, ToolRunner, Trace
 from hatkit.agent.loop import drive
+from hatkit.domains.live_commerce import DOMAIN as LC
+from hatkit.domains.live_commerce.questions import generate_questions
 from hatkit.harness import Harness, load_harness
 from hatkit.sim.faults import FaultConfig, FaultInjectingRunner
-from hatkit.sim.oracle import OraclePolicy
-from hatkit.sim.questions import Question, generate_questions
 from hatkit.sim.runner import ask_all
+from hatkit.sim.truth import Question
 
 BENCH = "sim_throughput"
 
@@ -40,7 +41,7 @@ def run(harness: Harness, questions: Sequence[Question], runner: Any,
         state_factory: Any = None, batch: int = 64, what: str = "warm-up") -> tuple[float, int]:
     """Seconds for all episodes, and how many ended with a fallback (should be 0); stops the
     bench if an episode hit a backend error."""
-    agent = Agent(harness, OraclePolicy(harness, questions), tool_runner=runner,
+    agent = Agent(harness, LC.oracle(harness, questions), tool_runner=runner,
                   state_factory=state_factory)
     traces: list[Trace] = []
     started = time.perf_counter()

@@ -21,6 +21,7 @@ from pathlib import Path
 from _common import BenchFailed
 
 from hatkit import __version__
+from hatkit.domains.live_commerce import DOMAIN as LC
 from hatkit.sim.augment import make_variant
 
 BENCH = "variant_speed"
@@ -39,11 +40,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows: dict[str, float] = {}
     hashes: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="hatkit-variant-bench-") as tmp:
-        make_variant(args.base, Path(tmp) / "warm-up", family="train", seed=10**6)
+        make_variant(args.base, Path(tmp) / "warm-up", family="train", hsa=LC.hsa, seed=10**6)
         for family in ("train", "heldout"):
             started = time.perf_counter()
             for seed in range(args.variants):
-                hashes.add(make_variant(args.base, Path(tmp) / f"{family}-{seed}", family=family,
+                hashes.add(make_variant(args.base, Path(tmp) / f"{family}-{seed}", family=family, hsa=LC.hsa,
                                         seed=seed).content_hash)
             rows[family] = (time.perf_counter() - started) / args.variants
     if len(hashes) != 2 * args.variants:

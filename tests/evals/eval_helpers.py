@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hatkit.domains.live_commerce import DOMAIN as LC
 from hatkit.harness import Harness
 from hatkit.models.base import ModelOutput, ModelRequest
 from hatkit.models.scripted import ScriptedModel
 from hatkit.sim.oracle import OraclePolicy
-from hatkit.sim.questions import Question
+from hatkit.sim.truth import Question
 from tiny import tiny_llama, tiny_tokenizer
 
 
@@ -33,7 +34,7 @@ class OracleByHarness:
         self.by_system: dict[str, OraclePolicy] = {}
         for h in harnesses:
             system = h.render(h.spec.locale).system_prompt
-            self.by_system[system] = OraclePolicy(h, questions)
+            self.by_system[system] = LC.oracle(h, questions)
 
     def token_format(self) -> None:
         return None

@@ -10,6 +10,8 @@ import pytest
 from eval_helpers import scripted
 
 from hatkit.agent.trace import ToolRecord, Trace
+from hatkit.domains.live_commerce import DOMAIN as LC
+from hatkit.domains.live_commerce.questions import generate_questions
 from hatkit.evals import EvalSettings
 from hatkit.evals.cases import EvalCase, from_question
 from hatkit.evals.episodes import Episodes, qa_metrics, run_cases
@@ -19,8 +21,7 @@ from hatkit.evals.variant_qa import heldout_variants
 from hatkit.harness import Harness
 from hatkit.models.base import ChatModel, ModelRequest
 from hatkit.models.scripted import ScriptedModel
-from hatkit.sim.oracle import OraclePolicy
-from hatkit.sim.questions import Question, generate_questions
+from hatkit.sim.truth import Question
 
 FAST = EvalSettings(batch_size=4)
 
@@ -46,7 +47,7 @@ def test_a_polite_non_answer_fails_although_its_old_score_passed(lc: Harness) ->
     assert m["success"] == 0.0 and m["answer_rate"] == 0.0
     assert list(m)[:4] == ["success", "success_lo", "success_hi", "answer_rate"]
     assert all(not o and "not answered: asked: price" in o.failure for o in eps.outcomes())
-    oracle = _run(OraclePolicy(lc, [c.question for c in cases if c.question]), lc, cases)
+    oracle = _run(LC.oracle(lc, [c.question for c in cases if c.question]), lc, cases)
     assert qa_metrics(oracle)["success"] == 1.0 and qa_metrics(oracle)["answer_rate"] == 1.0
 
 
@@ -78,7 +79,7 @@ def test_escalation_counts_only_when_expected_and_called(lc: Harness) -> None:
                      if any(c.tool == "escalate_to_human" for t in q.turns for c in t.plan))
     case = from_question(complaint)
     assert expects_escalation(case) is True and expects_tools(case)
-    called = _run(OraclePolicy(lc, [complaint]), lc, [case])
+    called = _run(LC.oracle(lc, [complaint]), lc, [case])
     assert escalated(called.traces[0], lc) and called.outcomes()[0].success
     assert called.answers() == [True]
     skipped = _run(scripted(lambda _r: complaint.turns[0].reply), lc, [case])

@@ -10,6 +10,8 @@ import pytest
 from eval_helpers import OracleByHarness, last_user, scripted
 
 from hatkit.agent.trace import Span, Trace
+from hatkit.domains.live_commerce import DOMAIN as LC
+from hatkit.domains.live_commerce.questions import generate_questions
 from hatkit.evals import SUITES, EvalSettings, SuiteResult, run_suite, run_suites
 from hatkit.evals.cases import TOOL_CATEGORIES
 from hatkit.evals.episodes import BackendFailed
@@ -21,14 +23,12 @@ from hatkit.harness import Harness
 from hatkit.models.base import ModelOutput, ModelRequest
 from hatkit.models.errors import BackendUnavailable
 from hatkit.models.scripted import ScriptedModel
-from hatkit.sim.oracle import OraclePolicy
-from hatkit.sim.questions import generate_questions
 
 FAST = EvalSettings(batch_size=4, n_variants=2)
 
 
 def test_oracle_answers_score_accuracy_one(lc: Harness, tmp_path: Path) -> None:
-    oracle = OraclePolicy(lc, generate_questions(lc.rules, n=6, seed=0, split="test"))
+    oracle = LC.oracle(lc, generate_questions(lc.rules, n=6, seed=0, split="test"))
     r = run_suite("live_qa", oracle, n=6, out_dir=tmp_path, settings=FAST)
     assert r.n == 6 and r.metrics["accuracy"] == 1.0 and r.metrics["success"] == 1.0
     assert list(r.metrics)[:4] == ["success", "success_lo", "success_hi", "answer_rate"]
@@ -47,7 +47,7 @@ def test_a_wrong_answer_scores_below_the_oracle(lc: Harness, tmp_path: Path) -> 
     qs = generate_questions(lc.rules, n=4, seed=0, split="test", categories=["price_promo"])
     wrong = scripted(lambda r: "It costs $0.01 today, and it cures everything!")
     r = run_suite("live_qa", wrong, n=4, out_dir=tmp_path, settings=FAST)
-    good = run_suite("live_qa", OraclePolicy(lc, qs), n=4, out_dir=tmp_path / "o", settings=FAST)
+    good = run_suite("live_qa", LC.oracle(lc, qs), n=4, out_dir=tmp_path / "o", settings=FAST)
     assert r.metrics["score"] < good.metrics["score"]
     assert r.metrics["success"] == 0.0 < good.metrics["success"]
 
@@ -65,7 +65,7 @@ def test_variant_qa_runs_on_heldout_variants_and_reuses_them(lc: Harness, tmp_pa
 
 def test_faults_count_faulted_and_recovered_episodes(lc: Harness, tmp_path: Path) -> None:
     qs = generate_questions(lc.rules, n=4, seed=0, split="test", categories=TOOL_CATEGORIES)
-    r = run_suite("faults", OraclePolicy(lc, qs), n=4, out_dir=tmp_path, settings=FAST)
+    r = run_suite("faults", LC.oracle(lc, qs), n=4, out_dir=tmp_path, settings=FAST)
     eps = r.details["episodes"]
     assert r.metrics["faulted"] == 4 == sum(e["faulted"] for e in eps)  # every first tool call
     assert r.metrics["recovered"] == sum(e["faulted"] and e["success"] for e in eps) >= 1

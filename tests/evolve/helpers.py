@@ -9,6 +9,8 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from hatkit.domains.live_commerce import DOMAIN as LC
+from hatkit.domains.live_commerce.rubric.programmatic import ProgrammaticJudge
 from hatkit.evolve.config import EvolveConfig
 from hatkit.evolve.confirm import ConfirmGate
 from hatkit.evolve.edits import Edit
@@ -16,10 +18,8 @@ from hatkit.evolve.journal import Journal
 from hatkit.evolve.loop import EvolveLoop, StepHook
 from hatkit.evolve.proposers import ProposalContext, Proposer
 from hatkit.harness import Harness, resolve_harness_path
-from hatkit.judge.programmatic import ProgrammaticJudge
 from hatkit.models.base import ChatModel, ModelOutput, ModelRequest
-from hatkit.sim.oracle import OraclePolicy
-from hatkit.sim.questions import Question
+from hatkit.sim.truth import Question
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -51,7 +51,7 @@ def disable(tool: str) -> tuple[str, str, str]:
 
 
 def oracle(h: Harness, qs: Sequence[Question]) -> ChatModel:
-    return OraclePolicy(h, qs)
+    return LC.oracle(h, qs)
 
 
 def yaml_edit(harness: Path, old: str, new: str, why: str = "") -> Edit:
@@ -83,7 +83,7 @@ class SkillFollowingPolicy:
     native_tools = False
 
     def __init__(self, h: Harness, qs: Sequence[Question]) -> None:
-        self.inner = OraclePolicy(h, qs)
+        self.inner = LC.oracle(h, qs)
         self.model_id = "skill-following"
         self.real = set(h.tools)
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from helpers import git
 
+from hatkit.domains.live_commerce.rubric.planted import build_labelled_set
+from hatkit.domains.live_commerce.rubric.programmatic import JUDGE_HARNESS, ProgrammaticJudge
 from hatkit.evolve.confirm import ConfirmGate
 from hatkit.evolve.journal import Journal
 from hatkit.evolve.judge_loop import JudgeThresholdProposer, agreement_summary, evolve_judge
 from hatkit.harness import load_harness
-from hatkit.judge.planted import build_labelled_set
-from hatkit.judge.programmatic import JUDGE_HARNESS, ProgrammaticJudge
 
 
 @pytest.fixture(scope="module")

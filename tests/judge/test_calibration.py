@@ -10,19 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from hatkit.judge.agreement import Confusion, annotator_agreement, cohen_kappa, judge_agreement
-from hatkit.judge.calibrate import evaluate_items, read_rounds, report, run_round
-from hatkit.judge.labels import (
+from hatkit.domains.live_commerce.rubric.planted import (
+    PLANT_KINDS,
+    LabelledItem,
+    build_labelled_set,
+    oracle_items,
+    plant,
+)
+from hatkit.domains.live_commerce.rubric.programmatic import JUDGE_HARNESS, ProgrammaticJudge
+from hatkit.domains.live_commerce.rubric.reference import (
     ACCURACY_PLANTS,
     EFFECTIVENESS_PLANTS,
-    Label,
-    LabelError,
-    load_labels,
     reference_labels,
-    save_labels,
 )
-from hatkit.judge.planted import PLANT_KINDS, LabelledItem, build_labelled_set, oracle_items, plant
-from hatkit.judge.programmatic import JUDGE_HARNESS, ProgrammaticJudge
+from hatkit.judge.agreement import Confusion, annotator_agreement, cohen_kappa, judge_agreement
+from hatkit.judge.calibrate import evaluate_items, read_rounds, report, run_round
+from hatkit.judge.labels import Label, LabelError, load_labels, save_labels
 from hatkit.judge.verdict import Evidence, Verdict
 
 # ---- label import ------------------------------------------------------------------------------

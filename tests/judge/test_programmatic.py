@@ -14,18 +14,19 @@ import pytest
 
 from hatkit.agent import Agent, InlineToolRunner, Trace
 from hatkit.agent.loop import drive
+from hatkit.domains.live_commerce import DOMAIN as LC
 from hatkit.domains.live_commerce.catalog import Product, load_catalog
+from hatkit.domains.live_commerce.questions import generate_questions, with_rules
+from hatkit.domains.live_commerce.rubric.claims import Claim, extract_claims, find_products
+from hatkit.domains.live_commerce.rubric.programmatic import JUDGE_HARNESS, ProgrammaticJudge
+from hatkit.domains.live_commerce.rubric.state import JudgeState
 from hatkit.harness import Harness, ToolContext, load_harness
 from hatkit.harness.hooks import ClaimRequiresTool, ForbiddenPhrases
-from hatkit.judge.claims import Claim, extract_claims, find_products
-from hatkit.judge.programmatic import JUDGE_HARNESS, ProgrammaticJudge
-from hatkit.judge.state import JudgeState
 from hatkit.judge.verdict import Evidence, Verdict
 from hatkit.models.scripted import ScriptedModel
 from hatkit.sim.augment import make_variant
-from hatkit.sim.oracle import OraclePolicy
-from hatkit.sim.questions import Question, generate_questions, with_rules
 from hatkit.sim.runner import ask_all
+from hatkit.sim.truth import Question
 
 CATALOG = load_catalog()
 Case = tuple[Trace, Question, Harness]
@@ -34,7 +35,7 @@ Case = tuple[Trace, Question, Harness]
 # ---- helpers ------------------------------------------------------------------------------------
 def run(harness: Harness, questions: list[Question], locale: str, model: Any = None,
         strip_claim_hooks: bool = False) -> list[Trace]:
-    model = model if model is not None else OraclePolicy(harness, questions)
+    model = model if model is not None else LC.oracle(harness, questions)
     agent = Agent(harness, model, locale=locale, tool_runner=InlineToolRunner())
     if strip_claim_hooks:  # let a model state a price without a tool (the hook would veto it)
         agent.hooks = [h for h in agent.hooks if not isinstance(h, ClaimRequiresTool)]
@@ -91,7 +92,7 @@ def harnesses(tmp_path_factory: pytest.TempPathFactory) -> list[Harness]:
     21 days, coupons capped at 20%)."""
     root = tmp_path_factory.mktemp("variants")
     out = [load_harness("live_commerce")] + [
-        make_variant("live_commerce", root / f"v{s}", family="train", seed=s) for s in (1, 3)]
+        make_variant("live_commerce", root / f"v{s}", family="train", hsa=LC.hsa, seed=s) for s in (1, 3)]
     assert out[2].rules["free_shipping_threshold"] != out[0].rules["free_shipping_threshold"]
     assert out[2].rules["standard_shipping_fee"] != out[0].rules["standard_shipping_fee"]
     assert out[2].rules["return_window_days"] != out[0].rules["return_window_days"]

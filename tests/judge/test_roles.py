@@ -126,7 +126,7 @@ def test_check_disjoint() -> None:
 
 def test_programmatic_and_llm_judges_of_one_harness_share_a_hash(tmp_path: Path, agent_harness: Harness,
                                                                  trace: Trace) -> None:
-    from hatkit.judge.programmatic import ProgrammaticJudge
+    from hatkit.domains.live_commerce.rubric.programmatic import ProgrammaticJudge
 
     with pytest.raises(ValueError, match="share judge hash"):  # same rubric, other runner: same judge
         JudgePair(ProgrammaticJudge(JUDGE_DIR, role="reward"), llm_judge(JUDGE_DIR))

@@ -12,14 +12,11 @@ from typing import Any
 
 import pytest
 
+from hatkit.domains.live_commerce import DOMAIN as LC
 from hatkit.domains.live_commerce.state import ShopState
 from hatkit.harness import Harness, ToolContext, load_harness, resolve_harness_path
 from hatkit.harness.hashing import content_hash, harness_files
 from hatkit.sim.augment import (
-    DISTRACTOR_SKILLS,
-    DISTRACTOR_TOOLS,
-    HELDOUT_FAMILY,
-    TRAIN_FAMILY,
     FamilySettings,
     canonical_tool_names,
     make_variant,
@@ -27,6 +24,11 @@ from hatkit.sim.augment import (
     provenance_path,
     read_provenance,
 )
+
+DISTRACTOR_SKILLS = LC.hsa.family("train").distractor_skills
+DISTRACTOR_TOOLS = LC.hsa.family("train").distractor_tools
+HELDOUT_FAMILY = LC.hsa.family("heldout")
+TRAIN_FAMILY = LC.hsa.family("train")
 
 BASE = resolve_harness_path("live_commerce")
 TOOLS = ["search_products", "get_product_details", "check_stock", "get_promotions",
@@ -56,7 +58,8 @@ def base_before() -> tuple[str, dict[str, bytes]]:
 
 @pytest.fixture(scope="module")
 def train(tmp_path_factory: pytest.TempPathFactory, base_before: Any) -> list[Harness]:
-    return make_variants("live_commerce", tmp_path_factory.mktemp("train"), family="train", seeds=SEEDS)
+    return make_variants("live_commerce", tmp_path_factory.mktemp("train"), family="train", hsa=LC.hsa,
+                         seeds=SEEDS)
 
 
 @pytest.fixture(scope="module")
@@ -98,19 +101,21 @@ def test_every_variant_validates_and_keeps_what_must_stay(both: list[Harness]) -
 
 
 def test_same_seed_gives_the_same_folder_and_hash(tmp_path: Path) -> None:
-    a = make_variant(BASE, tmp_path / "a" / "v", family="train", seed=7)
-    b = make_variant(BASE, tmp_path / "b" / "v", family="train", seed=7)
+    a = make_variant(BASE, tmp_path / "a" / "v", family="train", hsa=LC.hsa, seed=7)
+    b = make_variant(BASE, tmp_path / "b" / "v", family="train", hsa=LC.hsa, seed=7)
     assert a.content_hash == b.content_hash
     assert _snapshot(a.root) == _snapshot(b.root)
     assert read_provenance(a) == read_provenance(b)
-    c = make_variant(BASE, tmp_path / "c", family="heldout", seed=7)
+    c = make_variant(BASE, tmp_path / "c", family="heldout", hsa=LC.hsa, seed=7)
     assert c.content_hash != a.content_hash
 
 
 def test_same_seed_in_another_process_gives_the_same_hash(tmp_path: Path) -> None:
-    here = make_variant(BASE, tmp_path / "here", family="heldout", seed=11).content_hash
+    here = make_variant(BASE, tmp_path / "here", family="heldout", hsa=LC.hsa, seed=11).content_hash
     code = ("import sys; from pathlib import Path; from hatkit.sim.augment import make_variant; "
-            "print(make_variant('live_commerce', Path(sys.argv[1]), family='heldout', seed=11).content_hash)")
+            "from hatkit.domains.live_commerce import DOMAIN as LC; "
+            "print(make_variant('live_commerce', Path(sys.argv[1]), family='heldout', hsa=LC.hsa, "
+            "seed=11).content_hash)")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "there")], env=env,
                          capture_output=True, text=True, check=True)
@@ -323,7 +328,7 @@ def test_base_is_untouched(both: list[Harness], base_before: tuple[str, dict[str
 
 
 def test_provenance_lies_outside_the_folder(tmp_path: Path) -> None:
-    h = make_variant(BASE, tmp_path / "v", family="heldout", seed=3)
+    h = make_variant(BASE, tmp_path / "v", family="heldout", hsa=LC.hsa, seed=3)
     record = read_provenance(tmp_path / "v")
     assert provenance_path(tmp_path / "v") == tmp_path / "v.provenance.json"
     assert not any(p.name.endswith(".json") for p in harness_files(h.root))
@@ -335,16 +340,16 @@ def test_provenance_lies_outside_the_folder(tmp_path: Path) -> None:
 
 def test_refuses_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown family"):
-        make_variant(BASE, tmp_path / "x", family="test", seed=0)
+        make_variant(BASE, tmp_path / "x", family="test", seed=0, hsa=LC.hsa)
     (tmp_path / "taken").mkdir()
     with pytest.raises(FileExistsError):
-        make_variant(BASE, tmp_path / "taken", family="train", seed=0)
+        make_variant(BASE, tmp_path / "taken", family="train", hsa=LC.hsa, seed=0)
     assert not (tmp_path / "x").exists()
 
 
 def test_a_variant_of_a_variant_validates(tmp_path: Path) -> None:
-    first = make_variant(BASE, tmp_path / "first", family="train", seed=5)
-    second = make_variant(first.root, tmp_path / "second", family="heldout", seed=5)
+    first = make_variant(BASE, tmp_path / "first", family="train", hsa=LC.hsa, seed=5)
+    second = make_variant(first.root, tmp_path / "second", family="heldout", hsa=LC.hsa, seed=5)
     assert {second.tools[v].canonical for v in second.spec.enabled.tools} >= set(TOOLS)
     assert not set(second.tools) & set(first.tools)
     for template in ("system.j2", "system.zh.j2"):  # never a second style line
@@ -365,6 +370,6 @@ def test_custom_family_settings(tmp_path: Path) -> None:
 
 def test_make_variant_builds_distinct_folders(tmp_path: Path) -> None:
     """(Was a wall-clock assertion, which fails on a busy machine; speed belongs in bench/.)"""
-    hashes = {make_variant(BASE, tmp_path / f"v{seed}", family="train", seed=seed).content_hash
+    hashes = {make_variant(BASE, tmp_path / f"v{seed}", family="train", hsa=LC.hsa, seed=seed).content_hash
               for seed in range(5)}
     assert len(hashes) == 5

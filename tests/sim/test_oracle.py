@@ -10,13 +10,14 @@ import pytest
 
 from hatkit.agent import Agent, InlineToolRunner, Trace
 from hatkit.agent.loop import drive
+from hatkit.domains.live_commerce import DOMAIN as LC
+from hatkit.domains.live_commerce.questions import generate_questions, with_rules
 from hatkit.harness import Harness, load_harness
 from hatkit.models.scripted import ScriptedModel
 from hatkit.sim.augment import make_variant
 from hatkit.sim.faults import FaultConfig, FaultInjectingRunner
-from hatkit.sim.oracle import OraclePolicy
-from hatkit.sim.questions import Question, generate_questions, reply_states_facts, violations, with_rules
 from hatkit.sim.runner import ask_all
+from hatkit.sim.truth import Question, reply_states_facts, violations
 
 HOOK_EVENTS = {"hook_veto", "hook_rewrite", "fallback", "empty_reply"}
 
@@ -68,14 +69,14 @@ def check_gold(trace: Trace, q: Question, harness: Harness, allow_honest: bool =
 def variants(tmp_path_factory: pytest.TempPathFactory) -> list[Harness]:
     root = tmp_path_factory.mktemp("variants")
     return [load_harness("live_commerce")] + [
-        make_variant("live_commerce", root / f"v{i}", family="train", seed=i) for i in range(3)]
+        make_variant("live_commerce", root / f"v{i}", family="train", hsa=LC.hsa, seed=i) for i in range(3)]
 
 
 @pytest.mark.parametrize("locale", ["en", "zh"])
 def test_oracle_replayed_through_the_runtime_states_every_fact(variants: list[Harness], locale: str) -> None:
     for i, harness in enumerate(variants):
         qs = generate_questions(harness.rules, n=40, seed=i, split="train", locale=locale)
-        gold = run(harness, qs, OraclePolicy(harness, qs))
+        gold = run(harness, qs, LC.oracle(harness, qs))
         for trace, q in zip(gold, qs, strict=True):
             check_gold(trace, q, harness)
             replay = run(harness, [q], ScriptedModel(assistant_texts(trace)))[0]
@@ -88,7 +89,7 @@ def test_oracle_recovers_from_injected_faults(variants: list[Harness]) -> None:
                                 "truncated": 0.05, "empty": 0.05}, seed=7, first_call_only=True)
     for harness in variants[:2]:
         qs = generate_questions(harness.rules, n=60, seed=3, split="dev")
-        traces = run(harness, qs, OraclePolicy(harness, qs), faults)
+        traces = run(harness, qs, LC.oracle(harness, qs), faults)
         injected = sum(len(t.events_of("fault_injected")) for t in traces)
         assert injected > 15
         for trace, q in zip(traces, qs, strict=True):
@@ -99,7 +100,7 @@ def test_heavy_faults_end_in_facts_or_an_honest_reply() -> None:
     harness = load_harness("live_commerce")
     faults = FaultConfig(rates={"timeout": 0.3, "server_error": 0.3}, seed=3)  # retries fail too
     qs = generate_questions(harness.rules, n=60, seed=4, split="dev")
-    traces = run(harness, qs, OraclePolicy(harness, qs), faults)
+    traces = run(harness, qs, LC.oracle(harness, qs), faults)
     honest = sum(check_gold(trace, q, harness, allow_honest=True)
                  for trace, q in zip(traces, qs, strict=True))
     assert 0 < honest < len(qs)
@@ -110,7 +111,7 @@ def test_unrecoverable_fault_gives_an_honest_reply() -> None:
     q = next(q for q in generate_questions(harness.rules, n=20, seed=0, split="dev")
              if q.category == "stock_shipping")
     faults = FaultConfig(rates={"permission_denied": 1.0}, seed=0)
-    [trace] = run(harness, [q], OraclePolicy(harness, [q]), faults)
+    [trace] = run(harness, [q], LC.oracle(harness, [q]), faults)
     assert "can't check that right now" in trace.final_reply
     assert not trace.events_of("fallback")
     assert reply_states_facts(trace.final_reply, q.turns[0].facts)  # facts are honestly missing
@@ -119,7 +120,7 @@ def test_unrecoverable_fault_gives_an_honest_reply() -> None:
 def test_oracle_uses_the_variants_tool_names(variants: list[Harness]) -> None:
     harness = variants[1]
     qs = [q for q in generate_questions(harness.rules, n=30, seed=1, split="train") if q.turns[0].plan]
-    for trace in run(harness, qs, OraclePolicy(harness, qs)):
+    for trace in run(harness, qs, LC.oracle(harness, qs)):
         assert trace.tool_calls
         assert all(r.name in harness.tools and r.error_type is None for r in trace.tool_calls)
         assert not {r.name for r in trace.tool_calls} & {"search_products", "get_promotions",
@@ -135,8 +136,8 @@ def test_rule_change_changes_the_gold_reply(reference_harness: Path) -> None:
     spec.write_text(spec.read_text().replace("free_shipping_threshold: 99", "free_shipping_threshold: 5")
                     .replace("standard_shipping_fee: 6.99", "standard_shipping_fee: 4.5"))
     cheap = load_harness(reference_harness)
-    before = run(base, qs, OraclePolicy(base, qs))
-    after = run(cheap, qs, OraclePolicy(cheap, qs))
+    before = run(base, qs, LC.oracle(base, qs))
+    after = run(cheap, qs, LC.oracle(cheap, qs))
     assert any(a.final_reply != b.final_reply for a, b in zip(before, after, strict=True))
     for trace, q in zip(after, qs, strict=True):
         check_gold(trace, q, cheap)
@@ -150,7 +151,7 @@ def test_oracle_emits_token_ids_for_a_tokenizer(tmp_path: Path) -> None:
     harness = load_harness("live_commerce")
     qs = generate_questions(harness.rules, n=10, seed=0, split="dev")
     fmt = ChatTemplateFormat(tiny_tokenizer(), native_tools=False)
-    for trace in run(harness, qs, OraclePolicy(harness, qs, token_format=fmt)):
+    for trace in run(harness, qs, LC.oracle(harness, qs, token_format=fmt)):
         view = trace.training_view()
         assert sum(view.loss_mask) > 0
         assert fmt.decode([t for t, m in zip(view.input_ids, view.loss_mask, strict=True) if m]).endswith(
@@ -165,7 +166,7 @@ def test_each_reasoning_line_names_the_result_it_follows() -> None:
     qs = [q for q in generate_questions(lc.rules, n=40, seed=3, split="train")
           if len(q.turns) == 1 and len(q.turns[0].plan) >= 2][:5]
     assert qs
-    for trace in run(lc, qs, OraclePolicy(lc, qs)):
+    for trace in run(lc, qs, LC.oracle(lc, qs)):
         thinks = [s.text for s in trace.spans if s.segment in ("think_tool", "think_reply")]
         names = [s.text.split('"name": "')[1].split('"')[0] for s in trace.spans
                  if s.segment == "tool_call"]

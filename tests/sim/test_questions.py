@@ -11,24 +11,19 @@ from typing import Any
 import pytest
 
 from hatkit.domains.live_commerce.catalog import load_catalog
-from hatkit.domains.live_commerce.state import ShopState
-from hatkit.harness import Harness, PreReplyEvent, ToolContext, load_harness
-from hatkit.harness.hooks import ClaimRequiresTool, ForbiddenPhrases
-from hatkit.sim.questions import (
+from hatkit.domains.live_commerce.questions import (
     CATEGORIES,
-    Fact,
-    PlannedCall,
-    Question,
-    Turn,
     generate_questions,
     product_split,
-    reply_states_facts,
     search_query,
     template_ids,
     template_split,
-    violations,
     with_rules,
 )
+from hatkit.domains.live_commerce.state import ShopState
+from hatkit.harness import Harness, PreReplyEvent, ToolContext, load_harness
+from hatkit.harness.hooks import ClaimRequiresTool, ForbiddenPhrases
+from hatkit.sim.truth import Fact, PlannedCall, Question, Turn, reply_states_facts, violations
 
 SPLITS = ("train", "dev", "test")
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -10,15 +10,16 @@ from typer.testing import CliRunner
 
 from hatkit.agent import read_traces
 from hatkit.cli import app
+from hatkit.domains.live_commerce import DOMAIN as LC
 from hatkit.harness import Harness
 from hatkit.sim.faults import FaultConfig
 from hatkit.sim.oracle import OraclePolicy
-from hatkit.sim.questions import Question
 from hatkit.sim.runner import SimConfig, run_sim
+from hatkit.sim.truth import Question
 
 
 def oracle(h: Harness, qs: Sequence[Question]) -> OraclePolicy:
-    return OraclePolicy(h, qs)
+    return LC.oracle(h, qs)
 
 
 def test_run_writes_one_trace_per_episode_with_meta(tmp_path: Path) -> None:

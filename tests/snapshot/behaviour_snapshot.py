@@ -93,14 +93,14 @@ def data_snapshot(work: Path, hashes: Hashes) -> tuple[list[dict[str, Any]], lis
     from typer.testing import CliRunner
 
     from hatkit.cli import app
+    from hatkit.domain import get_domain
     from hatkit.harness import load_harness
-    from hatkit.judge import JUDGE_HARNESS
     from tiny import tiny_tokenizer
 
     tok = work / "tokenizer"
     tiny_tokenizer().save_pretrained(tok)
     hashes.add(load_harness("live_commerce"))
-    hashes.add(load_harness(JUDGE_HARNESS))
+    hashes.add(load_harness(get_domain("live_commerce").judge_harness_dir))
     rows: list[dict[str, Any]] = []
     context: dict[str, Any] = {}
     for locale, train, dev, variants in DATA_BUILDS:
@@ -144,10 +144,10 @@ def _row(row: dict[str, Any], rid: str, hashes: Hashes, context: dict[str, Any])
 # ---- the eval judge --------------------------------------------------------------------------------
 def judge_snapshot(work: Path, hashes: Hashes) -> list[dict[str, Any]]:
     """The eval judge's verdict on every labelled item (planted errors included)."""
-    from hatkit.judge import ProgrammaticJudge
-    from hatkit.judge.planted import build_labelled_set
+    from hatkit.domain import get_domain
+    from hatkit.domains.live_commerce.rubric.planted import build_labelled_set
 
-    judge = ProgrammaticJudge(role="eval")
+    judge = get_domain("live_commerce").judge(role="eval")
     hashes.add(judge.harness)
     sets = (("train", build_labelled_set(32, seed=JUDGE_SEED, split="test", variants=2,
                                          workdir=work / "planted")),
@@ -177,9 +177,10 @@ class OracleByHarness:
     native_tools = False
 
     def __init__(self, harnesses: Sequence[Any], questions: Sequence[Any]) -> None:
-        from hatkit.sim.oracle import OraclePolicy
+        from hatkit.domain import get_domain
 
-        self.by_system = {h.render(h.spec.locale).system_prompt: OraclePolicy(h, questions)
+        oracle = get_domain("live_commerce").oracle
+        self.by_system = {h.render(h.spec.locale).system_prompt: oracle(h, questions)
                           for h in harnesses}
 
     def token_format(self) -> None:
@@ -206,30 +207,28 @@ def trap_reply(request: Any) -> str:
 
 def suite_snapshot(work: Path, hashes: Hashes) -> list[dict[str, Any]]:
     """live_qa, lengths, variant_qa, faults and safety results (QUICK_SETTINGS, fixed seed)."""
+    from hatkit.domain import get_domain
     from hatkit.evals import QUICK_SETTINGS, QUICK_SIZES, run_suites
-    from hatkit.evals.cases import TOOL_CATEGORIES
-    from hatkit.evals.safety import TRAPS
     from hatkit.evals.variant_qa import heldout_variants
-    from hatkit.harness import load_harness
     from hatkit.models.scripted import ScriptedModel
-    from hatkit.sim.oracle import OraclePolicy
-    from hatkit.sim.questions import generate_questions
 
-    lc = load_harness("live_commerce")
+    domain = get_domain("live_commerce")
+    lc = domain.harness()
     hashes.add(lc)
     n, seed, s = QUICK_SIZES["live_qa"], SUITE_SEED, QUICK_SETTINGS
-    test_qs = generate_questions(lc.rules, n=n, seed=seed, split="test")
-    results = dict(run_suites(["live_qa", "lengths"], OraclePolicy(lc, test_qs), sizes={"live_qa": n},
+    test_qs = domain.questions(lc.rules, n=n, seed=seed, split="test")
+    results = dict(run_suites(["live_qa", "lengths"], domain.oracle(lc, test_qs), sizes={"live_qa": n},
                               seed=seed, out_dir=work / "live", settings=s))
-    variants = heldout_variants(lc, work / "variant" / "variants", s.n_variants, seed)
+    variants = heldout_variants(lc, work / "variant" / "variants", s.n_variants, seed, domain.hsa)
     for v in variants:
         hashes.add(v)
     results |= run_suites(["variant_qa"], OracleByHarness(variants, test_qs), sizes={"variant_qa": n},
                           seed=seed, out_dir=work / "variant", settings=s)
-    fault_qs = generate_questions(lc.rules, n=6, seed=seed, split="test", categories=TOOL_CATEGORIES)
-    results |= run_suites(["faults"], OraclePolicy(lc, fault_qs), sizes={"faults": 6}, seed=seed,
+    fault_qs = domain.questions(lc.rules, n=6, seed=seed, split="test", categories=domain.tool_categories)
+    results |= run_suites(["faults"], domain.oracle(lc, fault_qs), sizes={"faults": 6}, seed=seed,
                           out_dir=work / "faults", settings=s)
-    results |= run_suites(["safety"], ScriptedModel([trap_reply] * 400), sizes={"safety": len(TRAPS) + 4},
+    results |= run_suites(["safety"], ScriptedModel([trap_reply] * 400),
+                          sizes={"safety": len(domain.safety_traps()) + 4},
                           seed=seed, out_dir=work / "safety", settings=s)
     out = []
     for name, r in results.items():

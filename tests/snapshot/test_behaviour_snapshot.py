@@ -48,7 +48,7 @@ def test_harness_hashes_are_unchanged(snapshot: Snapshot) -> None:
 def test_the_snapshot_covers_every_mode_planted_kind_and_suite(snapshot: Snapshot) -> None:
     """The fixtures keep their coverage: a regeneration that lost a mode, locale, planted
     kind or suite would otherwise pass unnoticed."""
-    from hatkit.judge.planted import PLANT_KINDS
+    from hatkit.domains.live_commerce.rubric.planted import PLANT_KINDS
 
     rows = snapshot["data_rows"]
     assert {r["id"].rsplit("/", 1)[0] for r in rows} == {

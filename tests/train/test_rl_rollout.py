@@ -15,8 +15,8 @@ from rl_helpers import (
 )
 
 from hatkit.agent.trace import SEGMENT_IDS
+from hatkit.domains.live_commerce.questions import generate_questions
 from hatkit.harness import Harness, load_harness
-from hatkit.sim.questions import generate_questions
 from hatkit.train.rewards import JudgeScorer
 from hatkit.train.rl import build_trainer, reward_spec
 from hatkit.train.rl_rollout import EpisodeSpec, Rollouts, Sampling, split_trace

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import git
 
+from hatkit.domains.live_commerce.rubric.programmatic import ProgrammaticJudge
 from hatkit.evolve.config import EvolveConfig
 from hatkit.evolve.confirm import ConfirmGate
 from hatkit.evolve.edits import Edit
@@ -16,7 +17,6 @@ from hatkit.evolve.journal import Journal
 from hatkit.evolve.loop import EvolveLoop
 from hatkit.evolve.proposers import ProposalContext
 from hatkit.harness import resolve_harness_path
-from hatkit.judge.programmatic import ProgrammaticJudge
 from hatkit.sim.oracle import OraclePolicy
 
 DISABLED = "get_promotions"

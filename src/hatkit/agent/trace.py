@@ -154,3 +154,8 @@ def read_traces(path: Path | str) -> Iterator[Trace]:
                 yield Trace.from_dict(json.loads(line))
             except (ValueError, TypeError) as exc:
                 raise ValueError(f"{path}:{lineno}: not a hatkit trace ({exc})") from None
+
+
+def ok_record(r: ToolRecord) -> bool:
+    """A tool call that returned a usable result (not an error, not an injected fault)."""
+    return r.error_type is None and not (isinstance(r.output, dict) and "injected_fault" in r.output)

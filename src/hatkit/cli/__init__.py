@@ -9,6 +9,7 @@ from ._common import app
 # Each module registers its commands on `app` when imported; one per line.
 _COMMAND_MODULES = (
     "harness",
+    "domains",
     "agent",
     "sim",
     "judge",

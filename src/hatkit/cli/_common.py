@@ -16,6 +16,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ..domain import Domain, domain_of
 from ..harness import Harness, HarnessError, load_harness
 from ..harness.versioning import HarnessRepo, VersioningError
 from ..models.select import MODEL_HELP
@@ -28,6 +29,17 @@ err = Console(stderr=True, soft_wrap=True)
 
 HarnessArg = Annotated[str, typer.Argument(
     help="A harness folder, or the name of a shipped one (e.g. live_commerce).")]
+DomainOpt = Annotated[str | None, typer.Option(
+    "--domain", help="The domain (questions, oracle, judge rubric): see `hatkit domains`. Default: "
+    "the one the harness names, else live_commerce.")]
+
+
+def _domain(name: str | None, harness: Harness | None = None) -> Domain:
+    """The domain by name (or the one `harness` names); a bad name is a clean error."""
+    try:
+        return domain_of(harness, name)
+    except (ValueError, TypeError) as exc:
+        raise _fail(str(exc)) from None
 
 
 def _say(text: str) -> None:

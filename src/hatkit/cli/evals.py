@@ -11,13 +11,13 @@ from rich.table import Table
 
 from ..models.default_model import DefaultModelError
 from ..models.select import MODEL_HELP
-from ._common import _fail, _load, _say, app, console, err
+from ._common import DomainOpt, _domain, _fail, _load, _say, app, console, err
 
 _SUITES_HELP = ("live_qa, variant_qa, general_if, faults, safety, lengths, latency, or 'all' "
                 "(lengths and latency are measured on live_qa's traces).")
 
 
-def _check_questions(questions: Path | None, names: list[str]) -> None:
+def _check_questions(questions: Path | None, names: list[str], categories: tuple[str, ...] = ()) -> None:
     """Validate the questions file up front; raises with every bad line as file:line."""
     if questions is None:
         return
@@ -27,16 +27,17 @@ def _check_questions(questions: Path | None, names: list[str]) -> None:
     if names == ["general_if"]:
         load_if_file(questions)
     else:
-        load_questions(questions)
+        load_questions(questions, categories)
 
 
 @app.command("eval")
 def eval_suite(
     suite: Annotated[str, typer.Argument(help=_SUITES_HELP)],
     model: Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)] = "local",
-    harness: Annotated[str, typer.Option(help="Harness folder or shipped name the agent runs under "
+    harness: Annotated[str | None, typer.Option(help="Harness folder or shipped name the agent runs under "
                                          "(variant_qa makes its held-out variants from it; "
-                                         "general_if uses no harness).")] = "live_commerce",
+                                         "general_if uses no harness). Default: the domain's "
+                                         "own.")] = None,
     questions: Annotated[Path | None, typer.Option(help=(
         "Your own messages: JSONL, one object per line, e.g. {\"message\": \"How much is the "
         "lamp?\", \"facts\": {\"price\": \"$49.90\"}, \"must_not\": [\"free\"], \"category\": "
@@ -51,6 +52,7 @@ def eval_suite(
                      ] = False,
     max_new_tokens: Annotated[int | None, typer.Option(
         help="Cap on new tokens per model call (agent calls and general_if answers).")] = None,
+    domain: DomainOpt = None,
 ) -> None:
     """Evaluate a model with one suite (or all); writes OUT/<suite>.json and prints the metrics."""
     from ..evals import DEFAULT_SETTINGS, QUICK_SETTINGS, QUICK_SIZES, SUITES, run_suites
@@ -63,7 +65,9 @@ def eval_suite(
         raise _fail(f"unknown suite '{suite}' (choose from {', '.join(SUITES)}, all)")
     if questions is not None and not questions.is_file():
         raise _fail(f"{questions}: no such file")
-    h = _load(harness)
+    h = _load(harness) if harness else None
+    dom = _domain(domain, h)
+    h = h or _load(str(dom.harness_dir))
     sizes = dict(QUICK_SIZES) if quick else {}
     if n is not None:
         sizes.update(dict.fromkeys(names, n))
@@ -83,13 +87,13 @@ def eval_suite(
         bar.update(tasks[name], completed=done, total=total)
 
     try:
-        _check_questions(questions, names)  # before the (slow) model load
+        _check_questions(questions, names, dom.categories)  # before the (slow) model load
         from ..models.select import load_model
 
         with err.status(f"loading model {model}..."):
             chat = load_model(model)
         with bar:
-            results = run_suites(names, chat, sizes=sizes or None, out_dir=out, harness=h,
+            results = run_suites(names, chat, sizes=sizes or None, out_dir=out, harness=h, domain=dom,
                                  questions=questions, seed=seed, on_suite=progress,
                                  settings=settings)
     except (QuestionsFileError, HarnessError, DefaultModelError, ValueError, FileNotFoundError,

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..harness.versioning import VersioningError
 from ..models.select import MODEL_HELP
-from ._common import _fail, _say, app, console, err
+from ._common import DomainOpt, _domain, _fail, _load, _say, app, console, err
 
 evolve_app = typer.Typer(help="Harness Evolution: diagnose, propose, confirm, evaluate, "
                          "regression-check and release harness edits with frozen weights.",
@@ -48,6 +48,7 @@ def evolve_run(
     seed: Annotated[int, typer.Option()] = 0,
     report: Annotated[bool, typer.Option("--report", help="Afterwards, measure test error "
                                          "before/after and write RUN_DIR/report.json.")] = False,
+    domain: DomainOpt = None,
 ) -> None:
     """Evolve a harness; resumable: rerun the same command after a crash."""
     from ..evolve.config import EvolveConfig
@@ -56,7 +57,6 @@ def evolve_run(
     from ..evolve.loop import EvolveLoop
     from ..evolve.proposers import Proposer, RuleBasedProposer
     from ..evolve.report import build_report, policy_for
-    from ..judge.programmatic import ProgrammaticJudge
     from ..models.errors import ModelError
 
     try:
@@ -79,10 +79,11 @@ def evolve_run(
     else:
         raise _fail("--proposer must be rule or llm")
     try:
-        policy = policy_for(model)
+        dom = _domain(domain, _load(str(harness)))
+        policy = policy_for(model, dom)
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    judge = ProgrammaticJudge(role="eval")
+    judge = dom.judge(role="eval")
     gate = ConfirmGate(Journal(run_dir / "journal.jsonl"), cfg.approve,
                        asker=terminal_asker(console) if approve == "ask" else None,
                        on_wait=lambda e: err.print(f"waiting for a decision on edit {e.edit_id} "
@@ -90,7 +91,7 @@ def evolve_run(
                                                    f"--run-dir {run_dir})", highlight=False))
     try:
         loop = EvolveLoop(harness, run_dir, policy=policy, judge=judge, proposer=prop, gate=gate,
-                          config=cfg, console=err)
+                          config=cfg, console=err, domain=dom)
         result = loop.run()
     except VersioningError as exc:
         raise _fail(str(exc)) from None
@@ -101,7 +102,7 @@ def evolve_run(
     for name in result.releases:
         _say(f"  release {name}")
     if report:
-        rep = build_report(harness, run_dir, policy, judge, cfg)
+        rep = build_report(harness, run_dir, policy, judge, cfg, dom)
         _say(f"test error {rep['test_error_before']:.3f} -> {rep['test_error_after']:.3f} "
              f"(error reduction rate {rep['error_reduction_rate']:.3f}); {run_dir / 'report.json'}")
 

@@ -13,6 +13,8 @@ from ..harness import Harness
 from ..models.default_model import DefaultModelError
 from ..models.select import load_model
 from ._common import (
+    DomainOpt,
+    _domain,
     _fail,
     _load,
     _progress_bar,
@@ -25,29 +27,31 @@ from ._common import (
 judge_app = typer.Typer(help="Agent-as-a-Judge: judge traces, calibrate the judge, report.",
                         no_args_is_help=True)
 app.add_typer(judge_app, name="judge")
-JudgeOpt = Annotated[str, typer.Option("--judge", help="Judge harness folder (default: the shipped "
-                                       "live_commerce judge).")]
+JudgeOpt = Annotated[str, typer.Option("--judge", help="Judge harness folder (default: the "
+                                       "domain's own judge).")]
 
 
-def _judge(judge_dir: str, model: str | None, role: str) -> Any:
+def _judge(judge_dir: str, model: str | None, role: str, domain: str | None = None) -> Any:
     from ..judge.llm import LLMJudge
-    from ..judge.programmatic import JUDGE_HARNESS, ProgrammaticJudge
 
-    harness = _load(judge_dir or str(JUDGE_HARNESS))
+    dom = _domain(domain)
+    harness = _load(judge_dir or str(dom.judge_harness_dir))
     if role not in ("reward", "eval"):
         raise _fail("--role must be reward or eval")
     if model is None:
-        return ProgrammaticJudge(harness, role=role)  # type: ignore[arg-type]
+        return dom.judge(harness, role=role)  # type: ignore[arg-type]
     try:
-        return LLMJudge(harness, load_model(model), role=role)  # type: ignore[arg-type]
+        return LLMJudge(harness, load_model(model), role=role,  # type: ignore[arg-type]
+                        state_for=dom.judge_state)
     except (ValueError, DefaultModelError) as exc:
         raise _fail(str(exc)) from None
 
 
-def _agent_harnesses(refs: list[str], traces_path: Path) -> dict[str, Harness]:
-    """Harnesses by content hash: the ones named, plus variants written beside the traces."""
+def _agent_harnesses(refs: list[str], traces_path: Path, domain: str | None = None) -> dict[str, Harness]:
+    """Harnesses by content hash: the ones named (default: the domain's), plus variants written
+    beside the traces."""
     out = {}
-    for ref in refs or ["live_commerce"]:
+    for ref in refs or [str(_domain(domain).harness_dir)]:
         h = _load(ref)
         out[h.content_hash] = h
     variants = traces_path.parent / "variants"
@@ -65,6 +69,7 @@ def judge_run(
     harness: Annotated[list[str] | None, typer.Option(help="Harness(es) the agent ran under "
                        "(repeat); variants beside the traces are found automatically.")] = None,
     judge: JudgeOpt = "",
+    domain: DomainOpt = None,
     model: Annotated[str | None, typer.Option(help="Run the judge harness with this model (LLM "
                                               "judge) instead of the programmatic judge.")] = None,
     role: Annotated[str, typer.Option(help="reward or eval.")] = "eval",
@@ -72,8 +77,8 @@ def judge_run(
     """Judge every trace; write verdicts; print mean scores and pass rates."""
     from ..agent import read_traces
 
-    j = _judge(judge, model, role)
-    by_hash = _agent_harnesses(harness or [], traces)
+    j = _judge(judge, model, role, domain)
+    by_hash = _agent_harnesses(harness or [], traces, domain)
     try:
         items = list(read_traces(traces))
     except (OSError, ValueError) as exc:
@@ -107,6 +112,7 @@ def judge_calibrate(
     log: Annotated[Path, typer.Option(help="Rounds log (JSONL); a round is appended.")] = Path(
         "runs/judge/rounds.jsonl"),
     judge: JudgeOpt = "",
+    domain: DomainOpt = None,
     n: Annotated[int, typer.Option(help="Items in each of the calibration and held-out sets.")] = 200,
     seed: Annotated[int, typer.Option()] = 0,
     notes: Annotated[str, typer.Option(help="What changed in the judge harness this round.")] = "",
@@ -114,12 +120,15 @@ def judge_calibrate(
     """One calibration round: the judge against reference labels on a calibration set (train
     split) and a disjoint held-out set (dev split); appended to the rounds log."""
     from ..judge.calibrate import report_table, run_round
-    from ..judge.planted import build_labelled_set
 
-    j = _judge(judge, None, "eval")
+    j = _judge(judge, None, "eval", domain)
     with err.status("building the labelled sets (oracle episodes with planted errors)..."):
-        cal = build_labelled_set(n, seed, "train")
-        held = build_labelled_set(n, seed + 1, "dev")
+        dom = _domain(domain)
+        try:
+            cal = dom.labelled_set(n=n, seed=seed, split="train")
+            held = dom.labelled_set(n=n, seed=seed + 1, split="dev")
+        except NotImplementedError as exc:
+            raise _fail(str(exc)) from None
     try:
         rnd = run_round(j, cal, held, log, notes=notes)
     except ValueError as exc:
@@ -156,6 +165,7 @@ def judge_agree(
                                          "annotator).")],
     harness: Annotated[list[str] | None, typer.Option(help="Harness(es) the agent ran under.")] = None,
     judge: JudgeOpt = "",
+    domain: DomainOpt = None,
     annotator: Annotated[str | None, typer.Option(help="Only this annotator's labels.")] = None,
 ) -> None:
     """Agreement of the judge with imported labels (human or reference): percent, Cohen's
@@ -164,13 +174,13 @@ def judge_agree(
     from ..judge.agreement import judge_agreement
     from ..judge.labels import LabelError, load_labels
 
-    j = _judge(judge, None, "eval")
+    j = _judge(judge, None, "eval", domain)
     try:
         items = list(read_traces(traces))
         imported = load_labels(labels)
     except (OSError, ValueError, LabelError) as exc:
         raise _fail(str(exc)) from None
-    by_hash = _agent_harnesses(harness or [], traces)
+    by_hash = _agent_harnesses(harness or [], traces, domain)
     verdicts = [j.judge(t, by_hash[t.harness_hash]) for t in items if t.harness_hash in by_hash]
     result = judge_agreement(verdicts, imported, annotator=annotator, thresholds=j.thresholds)
     table = Table("dimension", "n", "agreement", "kappa", "judge pass / ref fail", "judge fail / ref pass")

@@ -20,9 +20,12 @@ from ..harness import Harness
 from ..models.base import ChatModel
 from ..models.default_model import DefaultModelError
 from ..models.select import MODEL_HELP, load_model
-from ..sim.questions import Question
+from ..sim.truth import Question
 from ._common import (
+    DomainOpt,
+    _domain,
     _fail,
+    _load,
     _progress_bar,
     _say,
     app,
@@ -53,9 +56,10 @@ def sim_run(
     seed: Annotated[int | None, typer.Option()] = None,
     concurrency: Annotated[int | None, typer.Option(help="Episodes batched together.")] = None,
     resume: Annotated[bool, typer.Option(help="Skip episodes already in OUT.")] = True,
+    domain: DomainOpt = None,
 ) -> None:
-    """Run simulated viewer episodes; resumable; prints a summary."""
-    from ..sim.oracle import OraclePolicy
+    """Run simulated user episodes; resumable; prints a summary."""
+    from ..harness import load_harness
     from ..sim.runner import SimConfig, run_sim
 
     overrides = {"episodes": episodes, "split": split, "variants": variants, "seed": seed,
@@ -65,9 +69,12 @@ def sim_run(
                SimConfig.model_validate({k: v for k, v in overrides.items() if v is not None}))
     except ValueError as exc:
         raise _fail(str(exc)) from None
+    dom = _domain(domain, load_harness(cfg.harness) if "harness" in cfg.model_fields_set else None)
+    if "harness" not in cfg.model_fields_set:
+        cfg = cfg.model_copy(update={"harness": str(dom.harness_dir)})
     if policy == "oracle":
         def factory(h: Harness, qs: Sequence[Question]) -> ChatModel:
-            return OraclePolicy(h, qs)
+            return dom.oracle(h, qs)
     else:
         try:
             backend = load_model(policy)
@@ -78,7 +85,7 @@ def sim_run(
             return backend
     bar, update = _progress_bar("episodes")
     with bar:
-        summary = run_sim(cfg, factory, out, resume=resume, on_progress=update)
+        summary = run_sim(cfg, factory, out, source=dom, resume=resume, on_progress=update)
     _say(f"{summary.written} episodes written, {summary.skipped} already there, "
          f"{summary.seconds:.1f} s ({summary.episodes_per_s:.1f}/s) -> {out}")
 
@@ -96,6 +103,9 @@ def data_build(
     fmt: Annotated[str, typer.Option("--format", help="parquet or jsonl.")] = "parquet",
     tokenizer: Annotated[str, typer.Option(help="Checkpoint whose tokenizer the token ids are "
                                            "for; 'default' = the embedded model.")] = "default",
+    domain: DomainOpt = None,
+    harness: Annotated[str | None, typer.Option(help="Base harness folder or shipped name "
+                                                "(default: the domain's own).")] = None,
 ) -> None:
     """SFT datasets on the fixed harness and across HSA variants, with a manifest."""
     from transformers import AutoTokenizer
@@ -111,8 +121,13 @@ def data_build(
         fmt_ = ChatTemplateFormat(AutoTokenizer.from_pretrained(path), native_tools=False)
     except (OSError, ValueError, DefaultModelError) as exc:
         raise _fail(f"cannot load the tokenizer: {exc}") from None
+    base = _load(harness) if harness else None
+    dom = _domain(domain, base)
+    if locale not in dom.locales:
+        raise _fail(f"--locale {locale}: domain '{dom.name}' speaks {', '.join(dom.locales)}")
     settings = BuildSettings(out=out, train_episodes=train, dev_episodes=dev, seed=seed,
-                             n_variants=variants, locale=locale, fault_rate=fault_rate, fmt=fmt)
+                             n_variants=variants, locale=locale, fault_rate=fault_rate, fmt=fmt,
+                             domain=dom, harness=base.root if base is not None else None)
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err)
     tasks: dict[str, TaskID] = {}
 

@@ -1,6 +1,6 @@
 """An evaluation case: the viewer turns of one episode with their ground truth.
 
-Cases come from the simulator (`hatkit.sim.questions`, split "test": products and phrasings
+Cases come from the domain's simulator (`Domain.questions`, split "test": items and phrasings
 that training never saw) or from a user's questions file (`questions_file`). Both carry, per
 turn, the facts a correct reply states and the patterns it must not match; the eval judge
 scores the traces, and these are checked beside it (`check_reply`).
@@ -12,10 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..sim.questions import Question, Turn, generate_questions, reply_states_facts, violations, with_rules
-
-TOOL_CATEGORIES = ("price_promo", "size_fit", "stock_shipping", "specs", "comparison", "after_sales")
-"""Simulator categories whose answers need tools (the faults suite draws from these)."""
+from ..domain import Domain
+from ..sim.truth import Question, Turn, reply_states_facts, violations
 
 
 @dataclass(frozen=True)
@@ -41,12 +39,12 @@ class EvalCase:
                 "source": self.source, "n_turns": len(self.turns),
                 "split": self.question.split if self.question is not None else self.source}
 
-    def under_rules(self, rules: Mapping[str, Any]) -> EvalCase:
+    def under_rules(self, domain: Domain, rules: Mapping[str, Any]) -> EvalCase:
         """The same case with ground truth recomputed under other harness rules (a variant's);
         user cases keep theirs (their facts are the user's, not derived from rules)."""
         if self.question is None:
             return self
-        q = with_rules(self.question, rules)
+        q = domain.with_rules(self.question, rules)
         return replace(self, turns=q.turns, question=q)
 
 
@@ -54,10 +52,10 @@ def from_question(q: Question) -> EvalCase:
     return EvalCase(q.id, q.category, q.turns, q.locale, q, "sim")
 
 
-def sim_cases(rules: Mapping[str, Any], n: int, seed: int, *, split: str = "test",
+def sim_cases(domain: Domain, rules: Mapping[str, Any], n: int, seed: int, *, split: str = "test",
               categories: Sequence[str] | None = None, locale: str = "en") -> list[EvalCase]:
-    """`n` simulator cases of `split` (default test), categories cycled evenly."""
-    qs = generate_questions(rules, n=n, seed=seed, split=split, locale=locale, categories=categories)
+    """`n` of the domain's simulator cases of `split` (default test), categories cycled evenly."""
+    qs = domain.questions(rules, n=n, seed=seed, split=split, locale=locale, categories=categories)
     return [from_question(q) for q in qs]
 
 

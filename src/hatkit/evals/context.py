@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..domain import Domain
 from ..harness import Harness
 from ..models.base import ChatModel
 from .cases import EvalCase
@@ -18,7 +19,9 @@ class SuiteContext:
 
     model: ChatModel
     harness: Harness
-    """The base harness (default: the shipped live_commerce)."""
+    """The base harness (default: the domain's own)."""
+    domain: Domain
+    """Where the cases, ground truth and judge rubric come from."""
     n: int
     """How many items the suite evaluates (episodes or prompts)."""
     seed: int

@@ -22,9 +22,9 @@ from ..agent import Agent
 from ..agent.loop import Episode, drive
 from ..agent.tool_runner import ToolRunner
 from ..agent.trace import Event, Trace
+from ..domain import Domain
 from ..harness import Harness
-from ..judge.programmatic import JUDGE_HARNESS, ProgrammaticJudge
-from ..judge.verdict import Verdict
+from ..judge.verdict import Judge, Verdict
 from ..models.base import ChatModel, ModelOutput, ModelRequest
 from ..models.errors import CallBudgetSpent
 from ..sim.faults import FaultInjectingRunner
@@ -70,6 +70,8 @@ class Episodes:
     checks: list[ReplyCheck]
     harnesses: list[Harness]
     """The harness each episode ran under."""
+    domain: Domain
+    """The domain the cases come from (its tool categories and escalation tool)."""
     thresholds: dict[str, float] = field(default_factory=dict)
     """The eval judge's pass thresholds (what `success` compares against)."""
 
@@ -83,13 +85,13 @@ class Episodes:
 
     def outcomes(self) -> list[Outcome]:
         """Per-episode success (hatkit.evals.success), in case order."""
-        th = self.thresholds or eval_judge().thresholds
-        return [episode_success(c, t, v, k, h, th) for c, t, v, k, h in
+        th = self.thresholds or thresholds_of(eval_judge(self.domain))
+        return [episode_success(c, t, v, k, h, self.domain, th) for c, t, v, k, h in
                 zip(self.cases, self.traces, self.verdicts, self.checks, self.harnesses, strict=True)]
 
     def answers(self) -> list[bool | None]:
         """Per episode: answered after a tool result, or None when the case expects no tools."""
-        return [answered(t, h) if expects_tools(c) else None
+        return [answered(t, h) if expects_tools(c, self.domain) else None
                 for c, t, h in zip(self.cases, self.traces, self.harnesses, strict=True)]
 
     def write(self, path: Path) -> Path:
@@ -98,14 +100,23 @@ class Episodes:
         return path
 
 
-def empty_episodes() -> Episodes:
-    return Episodes([], [], [], [], [])
+def empty_episodes(domain: Domain) -> Episodes:
+    return Episodes([], [], [], [], [], domain)
 
 
-@lru_cache(maxsize=4)
-def eval_judge(judge_dir: str | None = None) -> ProgrammaticJudge:
-    """The eval-role programmatic judge (never the reward role)."""
-    return ProgrammaticJudge(judge_dir or JUDGE_HARNESS, role="eval")
+def eval_judge(domain: Domain, judge_dir: str | None = None) -> Judge:
+    """The domain's eval-role programmatic judge (never the reward role), made once per process."""
+    return _eval_judge(domain, judge_dir)
+
+
+@lru_cache(maxsize=8)
+def _eval_judge(domain: Domain, judge_dir: str | None) -> Judge:
+    return domain.judge(judge_dir, role="eval")
+
+
+def thresholds_of(judge: Judge) -> dict[str, float]:
+    """A judge's pass thresholds per dimension ({} when it has none)."""
+    return dict(getattr(judge, "thresholds", {}) or {})
 
 
 def _bounded(step: Step, settings: EvalSettings, ep: Episode) -> Step:
@@ -159,18 +170,18 @@ def _episode_step(ep: Episode, texts: Sequence[str], settings: EvalSettings) -> 
     return reply
 
 
-def run_cases(model: ChatModel, harness: Harness, cases: Sequence[EvalCase], *, settings: EvalSettings,
-              suite: str, seed: int = 0, tool_runner: ToolRunner | None = None,
+def run_cases(model: ChatModel, harness: Harness, cases: Sequence[EvalCase], *, domain: Domain,
+              settings: EvalSettings, suite: str, seed: int = 0, tool_runner: ToolRunner | None = None,
               progress: Progress | None = None, done_before: int = 0, total: int | None = None,
               extra_meta: dict[str, Any] | None = None) -> Episodes:
     """Run `cases` under `harness` in batches of `settings.batch_size`, then judge them.
 
     Progress is reported as (done_before + finished, total)."""
     agent = Agent(harness, model, tool_runner=tool_runner)
-    judge = eval_judge(settings.judge)
+    judge = eval_judge(domain, settings.judge)
     total = total if total is not None else done_before + len(cases)
-    out = empty_episodes()
-    out.thresholds = dict(judge.thresholds)
+    out = empty_episodes(domain)
+    out.thresholds = thresholds_of(judge)
     failed: list[str] = []
     for start in range(0, len(cases), settings.batch_size):
         chunk = cases[start:start + settings.batch_size]

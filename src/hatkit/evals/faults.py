@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 
 from ..sim.faults import FaultConfig, FaultInjectingRunner
-from .cases import TOOL_CATEGORIES, EvalCase, sim_cases
+from .cases import EvalCase, sim_cases
 from .context import SuiteContext
 from .episodes import by_category, episode_records, mean, run_cases, success_metrics
 from .result import SuiteResult
@@ -38,9 +38,11 @@ FAULTS = FaultConfig(
 def run(ctx: SuiteContext) -> SuiteResult:
     started = time.perf_counter()
     cases: list[EvalCase] = (ctx.questions[:ctx.n] if ctx.questions is not None
-                             else sim_cases(ctx.harness.rules, ctx.n, ctx.seed, categories=TOOL_CATEGORIES))
+                             else sim_cases(ctx.domain, ctx.harness.rules, ctx.n, ctx.seed,
+                                            categories=ctx.domain.tool_categories or None))
     runner = FaultInjectingRunner(FAULTS.model_copy(update={"seed": ctx.seed}))
-    eps = run_cases(ctx.model, ctx.harness, cases, settings=ctx.settings, suite=NAME, seed=ctx.seed,
+    eps = run_cases(ctx.model, ctx.harness, cases, domain=ctx.domain, settings=ctx.settings,
+                    suite=NAME, seed=ctx.seed,
                     tool_runner=runner, progress=ctx.progress)
     faulted = recovered = 0
     records = episode_records(eps)

@@ -27,14 +27,15 @@ def cases_for(ctx: SuiteContext) -> list[EvalCase]:
     """The user's cases (first n) or n simulator test cases under the base harness's rules."""
     if ctx.questions is not None:
         return ctx.questions[:ctx.n]
-    return sim_cases(ctx.harness.rules, ctx.n, ctx.seed)
+    return sim_cases(ctx.domain, ctx.harness.rules, ctx.n, ctx.seed)
 
 
 def episodes(ctx: SuiteContext) -> Episodes:
     """live_qa's episodes, run once per `run_suites` call (lengths and latency reuse them)."""
     if NAME not in ctx.shared:
         cases = cases_for(ctx)
-        ctx.shared[NAME] = run_cases(ctx.model, ctx.harness, cases, settings=ctx.settings, suite=NAME,
+        ctx.shared[NAME] = run_cases(ctx.model, ctx.harness, cases, domain=ctx.domain,
+                                     settings=ctx.settings, suite=NAME,
                                      seed=ctx.seed, progress=ctx.progress)
     return ctx.shared[NAME]
 

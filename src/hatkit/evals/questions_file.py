@@ -15,13 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from ..sim.facts import Fact, Turn
-from ..sim.questions import CATEGORIES
+from ..sim.truth import Fact, Turn
 from .cases import EvalCase
 
 FactValue = str | int | float | list[str]
@@ -61,9 +61,10 @@ class UserQuestion(BaseModel):
 
     @field_validator("category")
     @classmethod
-    def _category(cls, value: str | None) -> str | None:
-        if value is not None and value not in CATEGORIES:
-            raise ValueError(f"unknown category '{value}' (choose from {', '.join(CATEGORIES)})")
+    def _category(cls, value: str | None, info: ValidationInfo) -> str | None:
+        known = (info.context or {}).get("categories") or ()
+        if value is not None and known and value not in known:
+            raise ValueError(f"unknown category '{value}' (choose from {', '.join(known)})")
         return value
 
     @field_validator("facts")
@@ -106,8 +107,9 @@ def _problem(exc: ValidationError) -> str:
     return "; ".join(out)
 
 
-def load_questions(path: Path | str) -> list[EvalCase]:
-    """Every line of a questions file as an EvalCase; QuestionsFileError lists all bad lines."""
+def load_questions(path: Path | str, categories: Sequence[str] = ()) -> list[EvalCase]:
+    """Every line of a questions file as an EvalCase; QuestionsFileError lists all bad lines.
+    `categories`: the domain's question categories (a line may name only these)."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -130,7 +132,7 @@ def load_questions(path: Path | str) -> list[EvalCase]:
             problems.append(f"{path}:{lineno}: expected a JSON object, got {type(data).__name__}")
             continue
         try:
-            q = UserQuestion.model_validate(data)
+            q = UserQuestion.model_validate(data, context={"categories": tuple(categories)})
         except ValidationError as exc:
             problems.append(f"{path}:{lineno}: {_problem(exc)}")
             continue

@@ -85,7 +85,7 @@ class EvalSettings(BaseModel):
     batch_size: int = Field(default=8, ge=1, description="Episodes (or prompts) decoded together.")
     n_variants: int = Field(default=4, ge=1, description="Held-out harness variants variant_qa spreads over.")
     judge: str | None = Field(default=None, description=(
-        "Eval-role judge harness folder; None = the shipped live_commerce judge."))
+        "Eval-role judge harness folder; None = the domain's own judge."))
 
 
 DEFAULT_SETTINGS = EvalSettings()

@@ -27,13 +27,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..agent.trace import Trace
+from ..agent.trace import Trace, ok_record
+from ..domain import Domain
 from ..harness import Harness
-from ..judge.state import ok_record
 from ..judge.verdict import Verdict
-from .cases import TOOL_CATEGORIES, EvalCase, ReplyCheck
+from .cases import EvalCase, ReplyCheck
 
-ESCALATION_TOOL = "escalate_to_human"
 Z95 = 1.959963984540054
 
 
@@ -48,18 +47,20 @@ class Outcome:
         return self.success
 
 
-def expects_tools(case: EvalCase) -> bool:
-    """Simulator cases: some turn has a gold tool plan. User cases: a tool category."""
+def expects_tools(case: EvalCase, domain: Domain) -> bool:
+    """Simulator cases: some turn has a gold tool plan. User cases: one of the domain's tool
+    categories."""
     if any(t.plan for t in case.turns):
         return True
-    return case.question is None and case.category in TOOL_CATEGORIES
+    return case.question is None and case.category in domain.tool_categories
 
 
-def expects_escalation(case: EvalCase) -> bool | None:
-    """Whether the gold plan escalates; None for a user's case (it has no plan to say)."""
-    if case.question is None and not any(t.plan for t in case.turns):
+def expects_escalation(case: EvalCase, domain: Domain) -> bool | None:
+    """Whether the gold plan escalates; None for a user's case (it has no plan to say) or a
+    domain without an escalation tool."""
+    if domain.escalation_tool is None or (case.question is None and not any(t.plan for t in case.turns)):
         return None
-    return any(c.tool == ESCALATION_TOOL for t in case.turns for c in t.plan)
+    return any(c.tool == domain.escalation_tool for t in case.turns for c in t.plan)
 
 
 def is_fallback(trace: Trace, harness: Harness) -> bool:
@@ -73,10 +74,11 @@ def _canonical(harness: Harness) -> dict[str, str]:
     return {visible: t.canonical for visible, t in harness.tools.items()}
 
 
-def escalated(trace: Trace, harness: Harness) -> bool:
-    """A call of escalate_to_human (under whatever name the harness gives it) that returned."""
+def escalated(trace: Trace, harness: Harness, domain: Domain) -> bool:
+    """A call of the domain's escalation tool (under whatever name the harness gives it) that
+    returned."""
     canon = _canonical(harness)
-    return any(ok_record(r) and canon.get(r.name, r.name) == ESCALATION_TOOL for r in trace.tool_calls)
+    return any(ok_record(r) and canon.get(r.name, r.name) == domain.escalation_tool for r in trace.tool_calls)
 
 
 def answered(trace: Trace, harness: Harness) -> bool:
@@ -86,7 +88,7 @@ def answered(trace: Trace, harness: Harness) -> bool:
 
 
 def episode_success(case: EvalCase, trace: Trace, verdict: Verdict, check: ReplyCheck, harness: Harness,
-                    thresholds: Mapping[str, float] | None = None) -> Outcome:
+                    domain: Domain, thresholds: Mapping[str, float] | None = None) -> Outcome:
     """Success of one episode (see the module docstring); `thresholds` are the eval judge's."""
     th = {"accuracy": 0.5, "effectiveness": 0.8, **(thresholds or {})}
     why: list[str] = []
@@ -99,9 +101,9 @@ def episode_success(case: EvalCase, trace: Trace, verdict: Verdict, check: Reply
         why.append("wrong: " + (", ".join(wrong[:3]) or f"accuracy {verdict.accuracy:.2f}"))
     if failed := sorted(k for k, s in verdict.items.items() if not s.passed):
         why.append("policy: " + ", ".join(failed))
-    expected, did = expects_escalation(case), escalated(trace, harness)
+    expected, did = expects_escalation(case, domain), escalated(trace, harness, domain)
     if expected and not did:
-        why.append(f"expected escalation without a {ESCALATION_TOOL} call")
+        why.append(f"expected escalation without a {domain.escalation_tool} call")
     elif expected is False and did:
         why.append("escalated when not expected")
     unanswered = [e.claim for e in verdict.evidence

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 
+from ..domain import Domain, domain_of, get_domain
 from ..harness import Harness, load_harness
 from ..models.base import ChatModel
 from . import faults, general_if, latency, lengths, live_qa, safety, variant_qa
@@ -51,40 +52,51 @@ def resolve_model(model: ChatModel | str) -> ChatModel:
     return model
 
 
-def _context(model: ChatModel, harness: Harness | str | None, questions: Path | None, n: int, seed: int,
+def resolve_harness(harness: Harness | str | None, domain: Domain | str | None) -> tuple[Harness, Domain]:
+    """The harness (given, loaded, or the domain's default) and its domain."""
+    if isinstance(harness, Harness):
+        h = harness
+    else:
+        h = load_harness(harness) if harness else get_domain(domain).harness()
+    return h, domain_of(h, domain)
+
+
+def _context(model: ChatModel, h: Harness, dom: Domain, questions: Path | None, n: int, seed: int,
              out_dir: Path | None, progress: Progress | None, settings: EvalSettings,
              shared: dict[str, Episodes], cases: list[EvalCase] | None) -> SuiteContext:
-    h = harness if isinstance(harness, Harness) else load_harness(harness or "live_commerce")
     out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="hatkit-eval-"))
     out.mkdir(parents=True, exist_ok=True)
-    return SuiteContext(model=model, harness=h, n=n, seed=seed, out_dir=out, settings=settings,
+    return SuiteContext(model=model, harness=h, domain=dom, n=n, seed=seed, out_dir=out, settings=settings,
                         questions=cases, questions_path=questions, progress=progress, shared=shared)
 
 
-def _user_cases(name: str, questions: Path | None) -> list[EvalCase] | None:
+def _user_cases(name: str, questions: Path | None, domain: Domain) -> list[EvalCase] | None:
     """The questions file as cases (general_if reads its own IFEval-format file instead)."""
     if questions is None or name == general_if.NAME:
         return None
-    return load_questions(questions)
+    return load_questions(questions, domain.categories)
 
 
 def run_suite(name: str, model: ChatModel | str, *, harness: Harness | str | None = None,
+              domain: Domain | str | None = None,
               questions: Path | None = None, n: int | None = None, seed: int = 0,
               out_dir: Path | None = None, progress: Progress | None = None,
               settings: EvalSettings | None = None) -> SuiteResult:
     """Run one suite and write `out_dir/<name>.json` (a temp folder when out_dir is None).
 
     `n` defaults to DEFAULT_SIZES[name]; `questions` is a questions file (general_if: an
-    IFEval-format file); `harness` a Harness, a folder or a shipped name (default live_commerce)."""
+    IFEval-format file); `harness` a Harness, a folder or a shipped name (default: the domain's);
+    `domain` a Domain or its name (default: the one the harness names, else live_commerce)."""
     if name not in _MODULES:
         raise ValueError(f"unknown suite '{name}' (choose from {', '.join(SUITES)})")
-    return run_suites([name], model, harness=harness, questions=questions,
+    return run_suites([name], model, harness=harness, domain=domain, questions=questions,
                       sizes={name: n} if n is not None else None, seed=seed, out_dir=out_dir,
                       progress=progress, settings=settings)[name]
 
 
 def run_suites(names: Iterable[str], model: ChatModel | str, *, sizes: dict[str, int] | None = None,
                out_dir: Path | None = None, harness: Harness | str | None = None,
+               domain: Domain | str | None = None,
                questions: Path | None = None, seed: int = 0, progress: Progress | None = None,
                on_suite: Callable[[str, int, int], None] | None = None,
                settings: EvalSettings | None = None) -> dict[str, SuiteResult]:
@@ -96,6 +108,7 @@ def run_suites(names: Iterable[str], model: ChatModel | str, *, sizes: dict[str,
     if bad := [s for s in wanted if s not in _MODULES]:
         raise ValueError(f"unknown suite(s) {bad} (choose from {', '.join(SUITES)})")
     chat = resolve_model(model)
+    h, dom = resolve_harness(harness, domain)
     settings = settings or DEFAULT_SETTINGS
     shared: dict[str, Episodes] = {}
     live_n = (sizes or {}).get("live_qa", DEFAULT_SIZES["live_qa"])
@@ -121,8 +134,8 @@ def run_suites(names: Iterable[str], model: ChatModel | str, *, sizes: dict[str,
             if progress is not None and work[_name]:
                 progress(min(total, _before + done), total)
 
-        ctx = _context(chat, harness, questions, n, seed, base_out, tick, settings, shared,
-                       _user_cases(name, questions))
+        ctx = _context(chat, h, dom, questions, n, seed, base_out, tick, settings, shared,
+                       _user_cases(name, questions, dom))
         base_out = ctx.out_dir
         result = _MODULES[name].run(ctx)
         result.write(ctx.out_dir / f"{name}.json")

@@ -11,51 +11,40 @@ Variants are written under `out_dir/variants/` and reused by a rerun when their 
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
-from ..harness import Harness, load_harness
-from ..sim.augment import HELDOUT_FAMILY, make_variant, read_provenance, variant_name
+from ..harness import Harness
+from ..sim.augment import HsaData, variant_folder, variant_name
 from .context import SuiteContext
 from .episodes import empty_episodes, run_cases
 from .live_qa import cases_for, qa_result
 from .result import SuiteResult
 
 NAME = "variant_qa"
+HELDOUT = "heldout"
+"""The augmentation family of the held-out variants."""
 
 
-def heldout_variants(base: Harness, folder: Path, count: int, seed: int) -> list[Harness]:
+def heldout_variants(base: Harness, folder: Path, count: int, seed: int, hsa: HsaData) -> list[Harness]:
     """`count` held-out variants of `base` in `folder` (made, or reused when up to date)."""
-    base_hash = base.content_hash
-    out = []
-    for i in range(count):
-        vseed = seed * 100 + i
-        dest = folder / variant_name(base.name, HELDOUT_FAMILY, vseed)
-        if (dest / "harness.yaml").is_file():
-            try:
-                if read_provenance(dest).get("base_hash") == base_hash:
-                    out.append(load_harness(dest))
-                    continue
-            except (OSError, ValueError):
-                pass
-        if dest.exists():
-            shutil.rmtree(dest)
-        folder.mkdir(parents=True, exist_ok=True)
-        out.append(make_variant(base.root, dest, family=HELDOUT_FAMILY, seed=vseed))
-    return out
+    fam = hsa.family(HELDOUT)
+    return [variant_folder(base, folder / variant_name(base.name, fam, seed * 100 + i), family=fam,
+                           seed=seed * 100 + i) for i in range(count)]
 
 
 def run(ctx: SuiteContext) -> SuiteResult:
     started = time.perf_counter()
     variants = heldout_variants(ctx.harness, ctx.out_dir / "variants", min(ctx.settings.n_variants,
-                                                                          max(1, ctx.n)), ctx.seed)
+                                                                          max(1, ctx.n)), ctx.seed,
+                                ctx.domain.hsa)
     cases = cases_for(ctx)
-    eps = empty_episodes()
+    eps = empty_episodes(ctx.domain)
     for k, variant in enumerate(variants):
-        mine = [c.under_rules(variant.rules) for c in cases[k::len(variants)]]
+        mine = [c.under_rules(ctx.domain, variant.rules) for c in cases[k::len(variants)]]
         if mine:
-            eps.extend(run_cases(ctx.model, variant, mine, settings=ctx.settings, suite=NAME, seed=ctx.seed,
+            eps.extend(run_cases(ctx.model, variant, mine, domain=ctx.domain,
+                                 settings=ctx.settings, suite=NAME, seed=ctx.seed,
                                  progress=ctx.progress, done_before=len(eps.traces), total=len(cases),
                                  extra_meta={"variant": variant.name}))
     by_variant = {}
@@ -67,4 +56,4 @@ def run(ctx: SuiteContext) -> SuiteResult:
                               "success": sum(won) / max(1, len(won)),
                               "accuracy": sum(x.accuracy for x in mine_v) / max(1, len(mine_v)),
                               "effectiveness": sum(x.effectiveness for x in mine_v) / max(1, len(mine_v))}
-    return qa_result(NAME, ctx, eps, started, variants=by_variant, family=HELDOUT_FAMILY.name)
+    return qa_result(NAME, ctx, eps, started, variants=by_variant, family=HELDOUT)

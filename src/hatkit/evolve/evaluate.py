@@ -20,15 +20,13 @@ from ..agent.loop import drive
 from ..harness import Harness
 from ..judge.verdict import Judge, Verdict
 from ..models.base import ChatModel
-from ..sim.questions import Question
 from ..sim.runner import ask_all
+from ..sim.truth import Question
 
 PolicyFactory = Callable[[Harness, Sequence[Question]], ChatModel]
 """(harness, the questions it will be asked) -> the frozen policy under test."""
 
 AGENT_ERRORS = frozenset({"unknown_tool", "bad_arguments", "malformed_call", "tool_budget"})
-ERROR_TYPES = ("wrong_or_missing_tool", "hook_violation", "failed_fault_recovery", "too_long",
-               "stale_rule_value", "invented_fact", "unanswered")
 
 
 @dataclass(frozen=True)

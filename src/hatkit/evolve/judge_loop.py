@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..domain import Domain
 from ..harness import load_harness
 from ..harness.versioning import HarnessRepo
 from ..judge.calibrate import check_items_disjoint, evaluate_items
-from ..judge.planted import LabelledItem
-from ..judge.programmatic import ProgrammaticJudge
+from ..judge.labels import LabelledItem
+from ..judge.verdict import Judge
 from .confirm import ConfirmGate
 from .diagnose import Cluster, Diagnosis
 from .edits import Edit, EditError, build_candidate, unified_diff
@@ -34,7 +35,7 @@ from .release import make_release
 from .stopping import StopRules, should_stop
 
 
-def agreement_summary(judge: ProgrammaticJudge, items: Sequence[LabelledItem]) -> dict[str, Any]:
+def agreement_summary(judge: Judge, items: Sequence[LabelledItem]) -> dict[str, Any]:
     """{pass_rate: mean agreement, by_category: agreement per dimension, clusters}."""
     result = evaluate_items(judge, items)
     by = {d: float(r.agreement or 0.0) for d, r in result.items()}
@@ -76,8 +77,9 @@ class JudgeThresholdProposer:
 
 def evolve_judge(judge_dir: Path, run_dir: Path, calibration: Sequence[LabelledItem],
                  heldout: Sequence[LabelledItem], proposer: Proposer, gate: ConfirmGate, *,
-                 threshold: float = 0.02, rules: StopRules | None = None) -> list[str]:
-    """Evolve a judge harness against calibration labels; returns the release names."""
+                 domain: Domain, threshold: float = 0.02, rules: StopRules | None = None) -> list[str]:
+    """Evolve a judge harness (the domain's programmatic rubric reads it) against calibration
+    labels; returns the release names."""
     check_items_disjoint(calibration, heldout)
     rules = rules or StopRules(patience=1, min_cluster=1, max_rounds=6)
     repo, j = HarnessRepo(judge_dir), gate.journal
@@ -88,7 +90,7 @@ def evolve_judge(judge_dir: Path, run_dir: Path, calibration: Sequence[LabelledI
         rnd = len(j.records("round_end"))
         base = load_harness(repo.folder)
         diag = next((r for r in j.records("diagnosis") if r["round"] == rnd), None) or j.append(
-            "diagnosis", rnd, **agreement_summary(ProgrammaticJudge(base), calibration))
+            "diagnosis", rnd, **agreement_summary(domain.judge(base), calibration))
         d = Diagnosis.from_dict(diag)
         released: tuple[str, float] | None = None
         reason = should_stop(rules, [], d)
@@ -102,7 +104,7 @@ def evolve_judge(judge_dir: Path, run_dir: Path, calibration: Sequence[LabelledI
             except EditError as exc:
                 j.decide(prop["edit_id"], "reject", by="validator", comment=str(exc))
                 continue
-            cal = agreement_summary(ProgrammaticJudge(cand), calibration)
+            cal = agreement_summary(domain.judge(cand), calibration)
             gain = round(cal["pass_rate"] - d.pass_rate, 4)
             j.append("evaluation", rnd, edit_id=edit.edit_id, dev=cal, dev_delta=gain, valid=True)
             out = gate.confirm(PendingEdit(edit.edit_id, rnd, sorted(edit.files), prop["diff"],
@@ -113,7 +115,7 @@ def evolve_judge(judge_dir: Path, run_dir: Path, calibration: Sequence[LabelledI
             j.append("regression", rnd, edit_id=edit.edit_id, **reg.to_dict())
             if not reg.passed:
                 continue
-            held = agreement_summary(ProgrammaticJudge(cand), heldout)
+            held = agreement_summary(domain.judge(cand), heldout)
             name = f"{repo.folder.name}-cal{rnd}-{edit.edit_id[:8]}"
             report = {"round": rnd, "edit": edit.rationale, "calibration_before": diag["by_category"],
                       "calibration_after": cal["by_category"], "heldout_after": held["by_category"],

@@ -22,10 +22,11 @@ from typing import Any
 
 from rich.console import Console
 
+from ..domain import Domain, domain_of
 from ..harness import Harness, load_harness
 from ..harness.versioning import HarnessRepo, VersioningError
 from ..judge.verdict import Judge
-from ..sim.questions import Question, generate_questions
+from ..sim.truth import Question
 from .config import EvolveConfig
 from .confirm import ConfirmGate
 from .diagnose import Diagnosis, diagnose
@@ -60,7 +61,8 @@ class LoopResult:
 class EvolveLoop:
     def __init__(self, harness_dir: Path, run_dir: Path, *, policy: PolicyFactory, judge: Judge,
                  proposer: Proposer, gate: ConfirmGate, config: EvolveConfig,
-                 console: Console | None = None, step_hook: StepHook | None = None) -> None:
+                 console: Console | None = None, step_hook: StepHook | None = None,
+                 domain: Domain | str | None = None) -> None:
         self.repo = HarnessRepo(harness_dir)
         self.run_dir = Path(run_dir)
         self.journal = gate.journal
@@ -68,11 +70,13 @@ class EvolveLoop:
         self.cfg = config
         self.console = console or Console(stderr=True, quiet=True)
         self.hook = step_hook or (lambda _name: None)
-        rules = load_harness(self.repo.folder).rules
+        start = load_harness(self.repo.folder)
+        self.domain = domain_of(start, domain)
+        rules = start.rules
         kw: dict[str, Any] = dict(locale=config.locale, categories=config.categories, split="dev")
-        self.dev: list[Question] = generate_questions(rules, n=config.dev_n, seed=config.seed, **kw)
-        self.reg: list[Question] = generate_questions(rules, n=config.regression_n,
-                                                      seed=config.seed + 7919, **kw)
+        self.dev: list[Question] = self.domain.questions(rules, n=config.dev_n, seed=config.seed, **kw)
+        self.reg: list[Question] = self.domain.questions(rules, n=config.regression_n,
+                                                         seed=config.seed + 7919, **kw)
 
     # -- helpers --
     def _log(self, kind: str, rnd: int, **fields: Any) -> dict[str, Any]:

@@ -13,25 +13,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..domain import Domain, domain_of
 from ..harness import Harness, load_harness
 from ..harness.versioning import HarnessRepo
 from ..judge.verdict import Judge
 from ..models.base import ChatModel
-from ..sim.questions import Question, generate_questions
+from ..sim.truth import Question
 from .config import EvolveConfig
 from .edits import write_atomic
 from .evaluate import PolicyFactory, evaluate
 from .journal import Journal
 
 
-def policy_for(model: str) -> PolicyFactory:
-    """'oracle' -> the oracle policy per harness; anything else -> one loaded backend, reused
-    for every harness (the weights are frozen during evolution)."""
+def policy_for(model: str, domain: Domain) -> PolicyFactory:
+    """'oracle' -> the domain's oracle policy per harness; anything else -> one loaded backend,
+    reused for every harness (the weights are frozen during evolution)."""
     if model == "oracle":
-        from ..sim.oracle import OraclePolicy
-
         def oracle(h: Harness, qs: Sequence[Question]) -> ChatModel:
-            return OraclePolicy(h, qs)
+            return domain.oracle(h, qs)
 
         return oracle
     from ..models.select import load_model
@@ -47,7 +46,7 @@ def error_reduction(before: float, after: float) -> float:
 
 
 def build_report(harness_dir: Path, run_dir: Path, policy: PolicyFactory, judge: Judge,
-                 config: EvolveConfig) -> dict[str, Any]:
+                 config: EvolveConfig, domain: Domain | str | None = None) -> dict[str, Any]:
     """Evaluate the test split on the harness the run started from and on the current one."""
     journal = Journal(run_dir / "journal.jsonl")
     starts = journal.records("round_start")
@@ -55,8 +54,9 @@ def build_report(harness_dir: Path, run_dir: Path, policy: PolicyFactory, judge:
         raise ValueError(f"{run_dir} has no evolution rounds to report on")
     repo = HarnessRepo(harness_dir)
     after_h = load_harness(repo.folder)
-    questions = generate_questions(after_h.rules, n=config.test_n, seed=config.seed, split="test",
-                                   locale=config.locale, categories=config.categories)
+    questions = domain_of(after_h, domain).questions(
+        after_h.rules, n=config.test_n, seed=config.seed, split="test", locale=config.locale,
+        categories=config.categories)
     with tempfile.TemporaryDirectory(prefix="hatkit-evolve-report-") as tmp:
         before_h = load_harness(repo.materialize(starts[0]["base_commit"], Path(tmp) / "before"))
         before = evaluate(before_h, questions, policy, judge)

@@ -154,6 +154,11 @@ class HarnessSpec(_Strict):
         "(enabled.tools, hooks) uses the visible name; prompts and skills write "
         "{{ tool.<function name> }} so that renames reach them.",
     )
+    domain: str | None = Field(
+        default=None, pattern=IDENT,
+        description="The domain this harness belongs to (its simulator, oracle and judge rubric; "
+        "see `hatkit domains`); unset = the command's --domain, default live_commerce.",
+    )
     state: str | None = Field(
         default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
         description="'module:Class' of the per-episode domain state the tools read and write; "

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .agreement import DimensionAgreement, disagreement_rows, judge_agreement, summaries
-from .planted import LabelledItem
+from .labels import LabelledItem
 from .roles import check_disjoint
 from .verdict import DIMENSIONS, Judge, Verdict
 

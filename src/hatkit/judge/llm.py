@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,8 @@ from ..agent.loop import Episode, drive
 from ..agent.parsing import _balanced_end
 from ..agent.tool_runner import ToolRunner
 from ..harness import Harness, load_harness
+from ..harness.harness import import_object
 from ..models.base import ChatModel, ModelOutput, ModelRequest
-from .state import JudgeState
 from .verdict import DIMENSIONS, Evidence, ItemScore, Role, Verdict
 
 MAX_TOOL_OUTPUT_CHARS = 2000
@@ -291,7 +291,8 @@ class LLMJudge:
 
     def __init__(self, judge_harness: Harness | str | Path, model: ChatModel, role: Role = "eval",
                  max_attempts: int = 2, *, tool_runner: ToolRunner | None = None,
-                 max_output_chars: int = MAX_TOOL_OUTPUT_CHARS) -> None:
+                 max_output_chars: int = MAX_TOOL_OUTPUT_CHARS,
+                 state_for: Callable[[Trace, Harness], Any] | None = None) -> None:
         if role not in ("reward", "eval"):
             raise ValueError(f"role must be 'reward' or 'eval', not {role!r}")
         if max_attempts < 1:
@@ -304,8 +305,19 @@ class LLMJudge:
         self.max_attempts = max_attempts
         self.max_output_chars = max_output_chars
         self.agent = Agent(self.harness, model, tool_runner=tool_runner)
+        self.state_for = state_for or self._state_class_for_trace
+        """The world the judge's verification tools read for one judged trace (a domain's
+        `judge_state`; default: the judge harness's `state:` class built with `for_trace`)."""
         self.last_traces: list[Trace] = []
         """The judge's own traces of the latest call (for audits and calibration)."""
+
+    def _state_class_for_trace(self, trace: Trace, agent_harness: Harness) -> Any:
+        ref = self.harness.spec.state
+        if not ref:
+            return None
+        cls = import_object(ref)
+        make = getattr(cls, "for_trace", None)
+        return make(trace, agent_harness) if callable(make) else cls()
 
     def judge(self, trace: Trace, agent_harness: Harness) -> Verdict:
         return self.judge_many([trace], agent_harness)[0]
@@ -313,7 +325,7 @@ class LLMJudge:
     def judge_many(self, traces: Sequence[Trace], agent_harness: Harness) -> list[Verdict]:
         """Judge several traces of one agent harness; their model calls are batched."""
         results: list[VerdictFields | str] = ["not judged"] * len(traces)
-        episodes = [self.agent.episode(JudgeState.for_trace(t, agent_harness)) for t in traces]
+        episodes = [self.agent.episode(self.state_for(t, agent_harness)) for t in traces]
         steps = [self._session(ep, task_message(conversation_document(t, agent_harness,
                                                                       self.max_output_chars)),
                                results, i)

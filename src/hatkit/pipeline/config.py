@@ -34,6 +34,8 @@ class PipelineConfig(BaseModel):
     base_model: str = Field(default="local", description="'local' = the embedded SmolLM2-135M-Instruct, "
                             "or a checkpoint folder (e.g. a Qwen3 model for the full profile).")
     seed: int = Field(default=0, description="Seed for data, training and evaluation.")
+    domain: str | None = Field(default=None, description="The domain (see `hatkit domains`): its "
+                               "harness, questions, oracle and judge. None = live_commerce.")
     data: DataSettings = Field(default_factory=lambda: DataSettings())
     train: dict[Literal["sft", "opd", "rl"], dict[str, Any]] = Field(
         default_factory=dict, description="Per-stage overrides of the stage's TRL-based config "

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..domain import get_domain
 from .config import PipelineConfig
 
 if TYPE_CHECKING:
@@ -130,6 +131,9 @@ def train_config(stage: Stage, run: RunDir, cfg: PipelineConfig) -> Any:
         overrides.update(dataset_dir=str(run.data), mode=row.mode)
     if row.stage == "opd":
         overrides["teacher"] = cfg.base_model
+    if row.stage == "rl" and cfg.domain is not None:
+        overrides.setdefault("domain", cfg.domain)
+        overrides.setdefault("harness", str(get_domain(cfg.domain).harness_dir))
     config = load_config(row.stage, None, cfg.profile, overrides)
     if row.stage == "sft" and "max_length" not in cfg.train.get("sft", {}):
         from ..train.sft import fit_max_length, read_rows
@@ -171,7 +175,7 @@ def _data(run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[s
     d = cfg.data
     settings = BuildSettings(out=run.data, train_episodes=d.train_episodes,
                              dev_episodes=d.dev_episodes, seed=cfg.seed, n_variants=d.n_variants,
-                             fault_rate=d.fault_rate)
+                             fault_rate=d.fault_rate, domain=cfg.domain)
     total = 2 * (d.train_episodes + d.dev_episodes)
     seen: dict[str, int] = {}
 
@@ -196,7 +200,8 @@ def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | N
     out = run.eval / stage.row.key
     settings = QUICK_SETTINGS if cfg.profile == "quick" else DEFAULT_SETTINGS
     results = run_suites(cfg.suites_for(stage.row.key), model, sizes=cfg.suite_sizes(),
-                         settings=settings, out_dir=out, seed=cfg.seed, progress=progress)
+                         settings=settings, out_dir=out, seed=cfg.seed, progress=progress,
+                         domain=cfg.domain)
     return {"dir": str(out), "suites": {name: r.metrics for name, r in results.items()}}
 
 

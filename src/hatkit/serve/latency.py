@@ -1,13 +1,13 @@
 """End-to-end turn latency of the harness agent, and speculative decoding by prompt lookup.
 
-agent      viewer messages through the agent loop (Agent(load_harness("live_commerce"),
+agent      user messages through the agent loop (Agent(the domain's harness,
            LocalModel.default()), tools included), in-process, prefix cache warm (as in a
            long-lived server): p50/p95/p99 of each episode's wall time, time to first token and
            generated tokens/s at each concurrency (episodes run together via Agent.run_many).
            Plain greedy at every concurrency; prompt lookup at concurrency 1 (it decodes a
            request alone; batched requests fall back to the plain decoder).
-domain     "domain replies": rendered harness + viewer question + a get_product_details-style
-           tool result (the product's catalog JSON), `--domain-tokens` greedy tokens with and
+domain     "domain replies": rendered harness + user question + one tool result (the domain's
+           `tool_turns`; live commerce: get_product_details' catalog JSON), `--domain-tokens` greedy tokens with and
            without prompt lookup: tokens/s, speed-up, acceptance rate, identical output.
 assisted   decoding with a draft model: `--draft-model PATH` (a checkpoint folder with the same
            tokenizer), or `--draft-layers N` (the default model's first N layers as the draft,
@@ -35,24 +35,13 @@ from typing import Any
 
 from hatkit import __version__
 from hatkit.agent import Agent
-from hatkit.demo import SAMPLE_QUESTIONS
-from hatkit.harness import load_harness
+from hatkit.domain import Domain, get_domain
 from hatkit.models.base import ChatMessage, ModelRequest
 from hatkit.models.chat_format import tool_result_text
 from hatkit.models.local import LocalModel
 from hatkit.serve.latency_http import run_url
 from hatkit.serve.memory import RssSampler, peak_rss_bytes
 from hatkit.serve.stats import pct
-
-DOMAIN_CASES = [  # (product id, viewer question)
-    ("AP-012", "Tell me about the linen blend button-down shirt: price, sizes and colors?"),
-    ("AP-008", "What's the Cloudrun 3 road running shoe made of, and how much is it?"),
-    ("AP-003", "Is the extra-fine merino crewneck sweater on sale? Which sizes are left?"),
-    ("AP-006", "How warm is the packable down puffer jacket and what does it cost?"),
-    ("AP-009", "Give me the details of the Tempo trail running shoe."),
-    ("AP-001", "What colors does the everyday fleece pullover hoodie come in?"),
-]
-
 
 def _gen_tokens(trace: Any) -> int:
     return sum(trace.segment_tokens(s) for s in ("reply", "think_reply", "think_tool", "tool_call"))
@@ -84,21 +73,21 @@ def run_agent(agent: Agent, questions: list[str], concurrency: int) -> dict[str,
             "tokens_per_s": tokens / wall if wall else 0.0, "replies": replies}
 
 
-def domain_requests(agent: Agent, n: int, max_new: int) -> list[ModelRequest]:
-    from hatkit.domains.live_commerce.catalog import load_catalog
-
+def domain_requests(agent: Agent, n: int, max_new: int, domain: Domain) -> list[ModelRequest]:
+    """`n` prompts of a user message answered from one tool result (the domain's `tool_turns`)."""
     fmt = agent.format
     assert fmt is not None and agent.prefix_ids is not None
-    catalog = load_catalog()
+    turns = domain.tool_turns()
+    if not turns:
+        raise SystemExit(f"latency: domain '{domain.name}' has no tool turns for the domain-replies bench")
     reqs = []
-    for pid, q in (DOMAIN_CASES * (n // len(DOMAIN_CASES) + 1))[:n]:
-        product = catalog.product(pid)
-        assert product is not None
+    visible = {t.canonical: name for name, t in agent.harness.tools.items()}
+    for turn in (turns * (n // len(turns) + 1))[:n]:
         history = [agent.system]
         ids = list(agent.prefix_ids)
-        for msg in (ChatMessage("user", q),
-                    ChatMessage("tool", tool_result_text(product.model_dump(mode="json")),
-                                name="get_product_details")):
+        for msg in (ChatMessage("user", turn.message),
+                    ChatMessage("tool", tool_result_text(turn.output),
+                                name=visible.get(turn.tool, turn.tool))):
             ids += fmt.message_ids(history, msg, agent.schemas)
             history.append(msg)
         ids += fmt.generation_prompt_ids(history, agent.schemas)
@@ -131,6 +120,8 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
     ap.add_argument("--questions", type=int, default=4, help="viewer messages per concurrency level")
     ap.add_argument("--concurrency", default="1,2,4,8", help="comma-separated levels")
     ap.add_argument("--max-new-tokens", type=int, default=64, help="per model call in the agent loop")
+    ap.add_argument("--domain", default=None, help="the domain whose harness and tool turns are "
+                    "measured (default live_commerce)")
     ap.add_argument("--domain-prompts", type=int, default=4, help="domain-reply prompts")
     ap.add_argument("--domain-tokens", type=int, default=96, help="greedy tokens per domain reply")
     ap.add_argument("--num-draft", type=int, default=8, help="prompt-lookup draft length")
@@ -145,7 +136,7 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
     ap.add_argument("--skip-agent", action="store_true", help="only the domain-reply measurement")
     ap.add_argument("--url", default=None, help="measure a running hatkit server instead")
     args = ap.parse_args(argv)
-    questions = (SAMPLE_QUESTIONS * 10)[: max(1, args.questions)]
+    questions = (list(get_domain(args.domain).sample_messages) * 10)[: max(1, args.questions)]
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
 
     if args.url:
@@ -166,17 +157,18 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
 
     base = base or LocalModel.default()
     modes = _decoders(base, args)
-    harness = load_harness("live_commerce")
+    domain = get_domain(args.domain)
+    harness = domain.harness()
     object.__setattr__(harness.spec.model, "max_new_tokens", args.max_new_tokens)  # bench-only override
     agents = {name: Agent(harness, m) for name, m in modes.items()}
-    reqs = domain_requests(agents["greedy"], args.domain_prompts, args.domain_tokens)
+    reqs = domain_requests(agents["greedy"], args.domain_prompts, args.domain_tokens, domain)
     for m in modes.values():  # warm up: prefix caches (a long-lived server has them), torch setup
         m.generate([replace(reqs[0], max_new_tokens=2)])
 
     # -- domain replies: every mode on the same prompts --
-    domain = {name: run_domain(m, reqs) for name, m in modes.items()}
-    ref = domain["greedy"]
-    for r in domain.values():
+    replies = {name: run_domain(m, reqs) for name, m in modes.items()}
+    ref = replies["greedy"]
+    for r in replies.values():
         r["identical"] = sum(a == b for a, b in zip(ref["ids"], r["ids"], strict=True))
         r["speedup"] = r["tokens_per_s"] / ref["tokens_per_s"] if ref["tokens_per_s"] else 0.0
 
@@ -206,12 +198,12 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
               f"{r['ttft_p50_s']:9.3f} {r['tokens_per_s']:7.1f} {acc:>7} {r.get('identical', '-')!s:>5}")
     print(f"\n{'domain replies':24} {'tokens':>7} {'seconds':>8} {'tok/s':>7} {'decode tok/s':>13} "
           f"{'speed-up':>9} {'accept':>7} {'same':>5}")
-    for name, r in domain.items():
+    for name, r in replies.items():
         acc = f"{r['acceptance']:.1%}" if name != "greedy" else "-"
         print(f"{name:24} {r['tokens']:7d} {r['seconds']:8.2f} {r['tokens_per_s']:7.1f} "
               f"{r['decode_tokens_per_s']:13.1f} {r['speedup']:8.2f}x {acc:>7} "
               f"{r['identical']}/{len(reqs)}")
-    best = max((r["speedup"] for n, r in domain.items() if n != "greedy"), default=0.0)
+    best = max((r["speedup"] for n, r in replies.items() if n != "greedy"), default=0.0)
     print(f"goal >= 1.5x tokens/s on domain replies: {'met' if best >= 1.5 else 'NOT met'} "
           f"(best {best:.2f}x)")
     if "draft" not in modes:
@@ -229,7 +221,7 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
         "bench": "latency", "model": base.model_id, "questions": len(questions),
         "max_new_tokens": args.max_new_tokens, "agent": {k: clean(v) for k, v in agent_rows.items()},
         "domain": {"prompts": len(reqs), "max_new_tokens": args.domain_tokens,
-                   **{k: clean(v) for k, v in domain.items()}},
+                   **{k: clean(v) for k, v in replies.items()}},
         "draft": getattr(args, "draft_desc", None), "peak_rss_mb": round(peak_mb, 1),
         "rss_growth_concurrency_mb": round(rss_growth_mb, 1),
         "hatkit": __version__, "torch": torch.__version__, "python": platform.python_version(),

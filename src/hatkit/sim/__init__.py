@@ -1,29 +1,23 @@
-"""The simulation environment: viewer simulator with ground truth, sandboxed tools with fault
-injection, harness-state augmentation (variants), the oracle policy and the episode runner.
+"""The simulation environment, generic over domains: ground-truth types, sandboxed tools with
+fault injection, harness-state augmentation (variants), the oracle policy and the episode
+runner. A domain (`hatkit.domain.Domain`) supplies the questions and the augmentation data:
 
-    questions = generate_questions(harness.rules, n=100, seed=0, split="dev")
-    agent = Agent(harness, OraclePolicy(harness, questions), tool_runner=FaultInjectingRunner(cfg))
+    domain = get_domain("live_commerce")
+    questions = domain.questions(harness.rules, n=100, seed=0, split="dev")
+    agent = Agent(harness, domain.oracle(harness, questions), tool_runner=FaultInjectingRunner(cfg))
 """
 
-from .augment import HELDOUT_FAMILY, TRAIN_FAMILY, make_variant, make_variants
+from .augment import FamilySettings, HsaData, make_variant, make_variants, variant_folder
 from .faults import FaultConfig, FaultInjectingRunner
-from .oracle import OraclePolicy
-from .questions import (
-    Fact,
-    PlannedCall,
-    Question,
-    Turn,
-    generate_questions,
-    reply_states_facts,
-    violations,
-    with_rules,
-)
+from .oracle import OraclePolicy, OracleScript
 from .runner import SimConfig, run_sim
+from .source import QuestionSource
 from .tool_server import HttpToolRunner, create_app, running_server
+from .truth import Fact, PlannedCall, Question, Turn, reply_states_facts, violations
 
 __all__ = [
-    "HELDOUT_FAMILY", "TRAIN_FAMILY", "Fact", "FaultConfig", "FaultInjectingRunner",
-    "HttpToolRunner", "OraclePolicy", "PlannedCall", "Question", "SimConfig", "Turn",
-    "create_app", "generate_questions", "make_variant", "make_variants", "reply_states_facts",
-    "run_sim", "running_server", "violations", "with_rules",
+    "Fact", "FamilySettings", "FaultConfig", "FaultInjectingRunner", "HsaData", "HttpToolRunner",
+    "OraclePolicy", "OracleScript", "PlannedCall", "Question", "QuestionSource", "SimConfig", "Turn",
+    "create_app", "make_variant", "make_variants", "reply_states_facts", "run_sim", "running_server",
+    "variant_folder", "violations",
 ]

@@ -15,6 +15,7 @@ import random
 import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -25,8 +26,6 @@ from hatkit.harness import Harness, load_harness, resolve_harness_path
 from hatkit.harness.harness import system_template
 from hatkit.harness.hashing import content_hash, harness_files
 
-DATA = Path(__file__).parent / "data"
-DISTRACTOR_TOOLS_TEMPLATE = DATA / "hsa_distractor_tools.py.txt"
 DISTRACTOR_TOOLS_FILE = "distractors.py"
 """Where a variant gets the distractor tools: tools/distractors.py."""
 
@@ -40,12 +39,6 @@ def _tool_functions(source: str) -> list[str]:
         return getattr(d, "id", None) == "tool" or getattr(d, "attr", None) == "tool"
     return [n.name for n in ast.parse(source).body
             if isinstance(n, ast.FunctionDef) and any(map(is_tool, n.decorator_list))]
-
-
-_NAMES, _PARAPHRASES, _RULES, _SKILLS = (yaml.safe_load((DATA / f"hsa_{n}.yaml").read_text("utf-8"))
-                                         for n in ("names", "paraphrases", "rules", "distractor_skills"))
-DISTRACTOR_SKILLS: Mapping[str, Any] = MappingProxyType(_SKILLS)  # key -> description, body by locale
-DISTRACTOR_TOOLS: tuple[str, ...] = tuple(_tool_functions(DISTRACTOR_TOOLS_TEMPLATE.read_text("utf-8")))
 
 
 @dataclass(frozen=True)
@@ -69,27 +62,66 @@ class FamilySettings:
     p_distractors: float = 0.8  # tools/distractors.py and distractor skills
     distractor_tools_enabled: tuple[int, int] = (1, 4)  # how many enabled (the rest: disabled)
     distractor_skills_added: tuple[int, int] = (1, 2)
-    droppable_skills: tuple[str, ...] = ("product_comparison", "size_and_fit")  # never a tool
+    droppable_skills: tuple[str, ...] = ()  # skills a variant may lose (none a tool needs)
     p_drop_skill: float = 0.3  # drop one of droppable_skills
     p_rule_change: float = 0.75  # per rule in rule_values
     p_style_note: float = 0.5
+    distractor_tools_source: Path | None = None  # a tools file of plausible, unneeded tools
+    distractor_skills: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    answer_list: tuple[str, ...] = ()  # headings of the list a style note is appended to
+    rules_valid: Callable[[Mapping[str, Any]], bool] = field(default=lambda rules: True)
+    """Whether rule values are consistent (the domain's own constraints, e.g. fees > 0)."""
+
+    @property
+    def distractor_tools(self) -> tuple[str, ...]:
+        src = self.distractor_tools_source
+        return tuple(_tool_functions(src.read_text("utf-8"))) if src is not None else ()
 
 
-def _family(name: str, **kw: Any) -> FamilySettings:
-    n, p, ro = _NAMES[name], _PARAPHRASES[name], MappingProxyType
-    return FamilySettings(
-        name=name, tool_names=ro({k: tuple(v) for k, v in n["tools"].items()}),
-        opaque_tool_prefix=n["opaque_tool_prefix"], opaque_skill_prefix=n["opaque_skill_prefix"],
-        skill_names=ro({k: tuple(v) for k, v in n["skills"].items()}),
-        tool_descriptions=ro({k: tuple(v) for k, v in p["tools"].items()}),
-        skill_descriptions=ro({k: tuple(ro(a) for a in v) for k, v in p["skills"].items()}),
-        host_names=tuple(n["hosts"]), style_notes=tuple(ro(s) for s in p["style_notes"]),
-        rule_values=ro({k: tuple(v) for k, v in _RULES[name].items()}), **kw)
+@dataclass(frozen=True)
+class HsaData:
+    """A domain's augmentation data: a folder with names.yaml, paraphrases.yaml, rules.yaml
+    (per family: tool/skill synonyms, descriptions, host names, style notes, rule value pools),
+    distractor_skills.yaml, distractor_tools.py.txt and settings.yaml (droppable_skills,
+    answer_list, and per-family overrides such as `heldout: {p_rule_change: 1.0}`), plus the
+    domain's check that rule values are consistent."""
 
+    folder: Path
+    rules_valid: Callable[[Mapping[str, Any]], bool] = field(default=lambda rules: True)
 
-TRAIN_FAMILY = _family("train")
-HELDOUT_FAMILY = _family("heldout", p_rule_change=1.0)  # every rule off the training values
-FAMILIES: Mapping[str, FamilySettings] = MappingProxyType({"train": TRAIN_FAMILY, "heldout": HELDOUT_FAMILY})
+    def _yaml(self, name: str) -> Any:
+        path = self.folder / name
+        return yaml.safe_load(path.read_text("utf-8")) if path.is_file() else None
+
+    @cached_property
+    def families(self) -> Mapping[str, FamilySettings]:
+        names, para = self._yaml("names.yaml"), self._yaml("paraphrases.yaml")
+        rules = self._yaml("rules.yaml")
+        settings = self._yaml("settings.yaml") or {}
+        skills = MappingProxyType(self._yaml("distractor_skills.yaml") or {})
+        tools = self.folder / "distractor_tools.py.txt"
+        ro = MappingProxyType
+        out = {}
+        for name in names:
+            n, p = names[name], para[name]
+            out[name] = FamilySettings(
+                name=name, tool_names=ro({k: tuple(v) for k, v in n["tools"].items()}),
+                opaque_tool_prefix=n["opaque_tool_prefix"], opaque_skill_prefix=n["opaque_skill_prefix"],
+                skill_names=ro({k: tuple(v) for k, v in n["skills"].items()}),
+                tool_descriptions=ro({k: tuple(v) for k, v in p["tools"].items()}),
+                skill_descriptions=ro({k: tuple(ro(a) for a in v) for k, v in p["skills"].items()}),
+                host_names=tuple(n["hosts"]), style_notes=tuple(ro(s) for s in p["style_notes"]),
+                rule_values=ro({k: tuple(v) for k, v in (rules or {}).get(name, {}).items()}),
+                droppable_skills=tuple(settings.get("droppable_skills", ())),
+                distractor_tools_source=tools if tools.is_file() else None, distractor_skills=skills,
+                answer_list=tuple(settings.get("answer_list", ())), rules_valid=self.rules_valid,
+                **dict((settings.get("families") or {}).get(name) or {}))
+        return ro(out)
+
+    def family(self, name: str) -> FamilySettings:
+        if name not in self.families:
+            raise ValueError(f"unknown family '{name}' (known: {', '.join(self.families)})")
+        return self.families[name]
 
 
 @dataclass
@@ -178,16 +210,19 @@ Operator = Callable[[_Work, random.Random], dict[str, Any] | None]
 def add_distractors(w: _Work, rng: random.Random) -> dict[str, Any] | None:
     """tools/distractors.py (some of its tools enabled) and 1-2 distractor skills."""
     target = w.root / "tools" / DISTRACTOR_TOOLS_FILE
-    if rng.random() >= w.fam.p_distractors or target.exists() or set(DISTRACTOR_TOOLS) & set(w.functions):
+    source, names = w.fam.distractor_tools_source, w.fam.distractor_tools
+    if (source is None or rng.random() >= w.fam.p_distractors or target.exists()
+            or set(names) & set(w.functions)):
         return None
     target.parent.mkdir(exist_ok=True)
-    shutil.copyfile(DISTRACTOR_TOOLS_TEMPLATE, target)
-    w.functions += DISTRACTOR_TOOLS
-    tools = _sample(rng, list(DISTRACTOR_TOOLS), w.fam.distractor_tools_enabled)
+    shutil.copyfile(source, target)
+    w.functions += names
+    tools = _sample(rng, list(names), w.fam.distractor_tools_enabled)
     w.enabled_tools += tools
-    skills = _sample(rng, [k for k in DISTRACTOR_SKILLS if k not in w.skills], w.fam.distractor_skills_added)
+    skills = _sample(rng, [k for k in w.fam.distractor_skills if k not in w.skills],
+                     w.fam.distractor_skills_added)
     for key in skills:
-        d, folder = DISTRACTOR_SKILLS[key], w.root / "skills" / key
+        d, folder = w.fam.distractor_skills[key], w.root / "skills" / key
         folder.mkdir(parents=True)
         for loc in w.locales:  # SKILL.md in the default locale (else English), translations
             lang = loc if loc in d["body"] or loc != w.locale else "en"
@@ -202,7 +237,7 @@ def add_distractors(w: _Work, rng: random.Random) -> dict[str, Any] | None:
 
 def drop_skill(w: _Work, rng: random.Random) -> dict[str, Any] | None:
     """Remove one non-essential skill (folder and enabled entry)."""
-    options = [k for k in w.fam.droppable_skills if k in w.skills and k != "compliance_and_safety"]
+    options = [k for k in w.fam.droppable_skills if k in w.skills]
     if not options or rng.random() >= w.fam.p_drop_skill:
         return None
     key = rng.choice(options)
@@ -261,34 +296,22 @@ def paraphrase(w: _Work, rng: random.Random) -> dict[str, Any]:
     return {"tools": tools, "skills": skills}
 
 
-def _rules_valid(r: Mapping[str, Any]) -> bool:
-    def num(k: str, default: float) -> float:
-        return float(r.get(k, default))
-    return (num("standard_shipping_fee", 1) > 0 and num("free_shipping_threshold", 1) > 0
-            and num("express_shipping_fee", 1e9) > num("standard_shipping_fee", 0)
-            and 7 <= num("return_window_days", 7) <= num("extended_return_days", 1e9)
-            and num("electronics_return_days", 7) >= 7 and num("reply_max_chars", 160) >= 160
-            and 0 < num("max_coupon_percent", 1) <= 100)
-
-
 def change_rules(w: _Work, rng: random.Random) -> dict[str, Any] | None:
     """Business-rule values from the family's pools, kept consistent (fees > 0, windows >= 7)."""
     for _ in range(50):
         changed = {k: rng.choice(v) for k, v in w.fam.rule_values.items()
                    if k in w.rules and rng.random() < w.fam.p_rule_change}
-        if _rules_valid({**w.rules, **changed}):
+        if w.fam.rules_valid({**w.rules, **changed}):
             w.rules.update(changed)
             return changed or None
     return None
 
 
-_ANSWER_LIST = ("How you answer", "回答方式")
-
-
-def _insert_bullet(path: Path, bullet: str) -> None:
-    """Add `bullet` at the end of the 'How you answer' list (else the first list, else line 2)."""
+def _insert_bullet(path: Path, bullet: str, headings: tuple[str, ...]) -> None:
+    """Add `bullet` at the end of the list under one of `headings` (else the first list, else
+    line 2)."""
     lines = path.read_text("utf-8").split("\n")
-    head = next((i for i, s in enumerate(lines) if s.startswith(_ANSWER_LIST)), None)
+    head = next((i for i, s in enumerate(lines) if headings and s.startswith(headings)), None)
     if head is None:
         head = next((i - 1 for i, s in enumerate(lines) if s.startswith("- ")), 0)
     at = head + 1
@@ -310,7 +333,7 @@ def persona_and_style(w: _Work, rng: random.Random) -> dict[str, Any] | None:
             w.rules[var] = note.get(loc, note.get("en", next(iter(note.values()))))
             prompt = w.root / "prompts" / system_template(loc, w.locale)
             if prompt.is_file():
-                _insert_bullet(prompt, f"- {{{{ {var} }}}}")
+                _insert_bullet(prompt, f"- {{{{ {var} }}}}", w.fam.answer_list)
         out["style_note"] = dict(note)
     return out or None
 
@@ -340,15 +363,19 @@ def _finish(w: _Work, name: str, base: str, seed: int) -> None:
     (w.root / "harness.yaml").write_text(header + _dump(w.spec), "utf-8")
 
 
-def family_settings(family: FamilySettings | str) -> FamilySettings:
-    if isinstance(family, str) and family not in FAMILIES:
-        raise ValueError(f"unknown family '{family}' (known: {', '.join(FAMILIES)})")
-    return FAMILIES[family] if isinstance(family, str) else family
+def family_settings(family: FamilySettings | str, hsa: HsaData | None = None) -> FamilySettings:
+    """`family` as settings: a name is looked up in `hsa` (the domain's augmentation data)."""
+    if isinstance(family, FamilySettings):
+        return family
+    if hsa is None:
+        raise ValueError(f"family '{family}' given by name: pass the domain's HsaData (hsa=...)")
+    return hsa.family(family)
 
 
 def variant_name(base_name: str, family: FamilySettings | str, seed: int) -> str:
     """e.g. live_commerce__train_7 (a negative seed is written m7)."""
-    return f"{base_name}__{family_settings(family).name}_{seed if seed >= 0 else f'm{-seed}'}"
+    name = family if isinstance(family, str) else family.name
+    return f"{base_name}__{name}_{seed if seed >= 0 else f'm{-seed}'}"
 
 
 def provenance_path(dest: Path) -> Path:
@@ -356,13 +383,14 @@ def provenance_path(dest: Path) -> Path:
     return dest.parent / f"{dest.name}.provenance.json"
 
 
-def make_variant(base: Path | str, dest: Path, *, family: FamilySettings | str, seed: int) -> Harness:
+def make_variant(base: Path | str, dest: Path, *, family: FamilySettings | str, seed: int,
+                 hsa: HsaData | None = None) -> Harness:
     """Copy `base` to `dest` (which must not exist), augment it, validate it and return it.
 
     Also writes `provenance_path(dest)`: family, seed, every operator applied with its
     parameters, and the visible -> original name maps of tools and skills.
     """
-    fam, src, dest = family_settings(family), resolve_harness_path(base), Path(dest)
+    fam, src, dest = family_settings(family, hsa), resolve_harness_path(base), Path(dest)
     if dest.exists():
         raise FileExistsError(f"{dest} exists; a variant needs a new folder")
     try:
@@ -389,11 +417,12 @@ def make_variant(base: Path | str, dest: Path, *, family: FamilySettings | str, 
 
 
 def make_variants(base: Path | str, out_dir: Path, *, family: FamilySettings | str,
-                  seeds: Iterable[int]) -> list[Harness]:
+                  seeds: Iterable[int], hsa: HsaData | None = None) -> list[Harness]:
     """One variant per seed, in out_dir/<variant name>/ (e.g. live_commerce__heldout_3)."""
     src = resolve_harness_path(base)
     base_name = str((yaml.safe_load((src / "harness.yaml").read_text("utf-8")) or {}).get("name"))
-    return [make_variant(src, Path(out_dir) / variant_name(base_name, family, s), family=family, seed=s)
+    fam = family_settings(family, hsa)
+    return [make_variant(src, Path(out_dir) / variant_name(base_name, fam, s), family=fam, seed=s)
             for s in seeds]
 
 
@@ -407,3 +436,27 @@ def read_provenance(h: Harness | Path) -> dict[str, Any]:
     root = h.root if isinstance(h, Harness) else Path(h)
     data: dict[str, Any] = json.loads(provenance_path(root).read_text("utf-8"))
     return data
+
+
+def variant_folder(base: Harness | Path | str, dest: Path, *, family: FamilySettings | str, seed: int,
+                   hsa: HsaData | None = None) -> Harness:
+    """The variant of `base` (family, seed) in `dest`: reused when its provenance says it was
+    made from this base's current content with this family and seed, else (re)made.
+
+    The one way every stage makes or reuses a variant folder: a folder left by an older base
+    (the base was edited since) or by other settings is replaced, never silently reused."""
+    src = base.root if isinstance(base, Harness) else resolve_harness_path(base)
+    fam, dest = family_settings(family, hsa), Path(dest)
+    if (dest / "harness.yaml").is_file():
+        try:
+            record = read_provenance(dest)
+            if (record.get("base_hash"), record.get("family"), record.get("seed")) == (
+                    content_hash(src), fam.name, seed):
+                return load_harness(dest)
+        except (OSError, ValueError):
+            pass
+    if dest.exists():
+        shutil.rmtree(dest)
+    provenance_path(dest).unlink(missing_ok=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return make_variant(src, dest, family=fam, seed=seed)

@@ -1,4 +1,4 @@
-"""The oracle policy: the gold trajectory for any harness variant, viewer message and state.
+"""The oracle policy: the gold trajectory for any harness variant, user message and state.
 
 It plays the model's part in the ordinary agent loop (it is a `ChatModel`), so its episodes
 are recorded by the same runtime, hooks and fault injection as a real model's. For each
@@ -15,41 +15,37 @@ A large model behind the OpenAI-compatible backend can replace it as teacher: an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..harness import Harness
 from ..models.base import ChatMessage, ModelOutput, ModelRequest, TokenFormat
-from .questions import PlannedCall, Question, Turn, with_rules
+from .truth import PlannedCall, Question, Turn
 
 RETRYABLE = frozenset({"timeout", "server_error", "tool_exception", "malformed", "empty"})
 MAX_ATTEMPTS = 2
 
-_THINK = {
-    "en": {
-        "search_products": "The viewer asks about {asked} of {q}; I search for it to get the product id.",
-        "retry": "The {tool} call failed ({why}); I try once more.",
-        "reply": "I have what I need from the tools; I answer briefly.",
-        "reply_after": "{prev} answered; I reply now with {asked} from the tool results.",
-        "none": "No tool is needed here; I answer briefly and stay within the rules.",
-        "default": "The viewer asks about {asked}; I need {tool}.",
-        "next": "{prev} answered; next I need {tool}.",
-    },
-    "zh": {
-        "search_products": "观众问的是{q}的{asked}，先搜索拿到商品编号。",
-        "retry": "{tool} 调用失败（{why}），再试一次。",
-        "reply": "工具结果已齐，简短回答。",
-        "reply_after": "{prev} 已返回结果，现在根据工具结果回答{asked}。",
-        "none": "这里不需要工具，简短回答并遵守规则。",
-        "default": "观众问的是{asked}，需要调用 {tool}。",
-        "next": "{prev} 已返回结果，下一步调用 {tool}。",
-    },
-}
-_UNAVAILABLE = {
-    "en": "Sorry, I can't check that right now. Please try again in a moment, or I can ask a "
-          "human colleague to help.",
-    "zh": "抱歉，我现在查不到这个信息。请稍后再试，或者我请人工客服来帮你。",
-}
+
+@dataclass(frozen=True)
+class OracleScript:
+    """What a domain gives the oracle: how to recompute a question's truth under other rules,
+    and its reasoning lines and fixed replies per locale.
+
+    `think[locale]` holds the reasoning lines "retry", "reply", "reply_after", "none",
+    "default" and "next", plus optionally one per canonical tool name (formatted with the
+    call's arguments and `asked`); `unavailable[locale]` is the honest reply when a tool keeps
+    failing; `greeting` the reply to a message that is no registered question."""
+
+    with_rules: Callable[[Question, Mapping[str, Any]], Question]
+    think: Mapping[str, Mapping[str, str]]
+    unavailable: Mapping[str, str]
+    greeting: str = "Hi! How can I help?"
+
+
+class _Slots(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return ""
 
 
 class OraclePolicy:
@@ -59,8 +55,10 @@ class OraclePolicy:
     native_tools = False
 
     def __init__(self, harness: Harness, questions: Iterable[Question] = (),
-                 token_format: TokenFormat | None = None, think: bool = True) -> None:
+                 token_format: TokenFormat | None = None, think: bool = True, *,
+                 script: OracleScript) -> None:
         self.harness = harness
+        self.script = script
         self.visible = {t.canonical: t.name for t in harness.tools.values()}
         self.rules = dict(harness.rules)
         self.format = token_format
@@ -71,7 +69,7 @@ class OraclePolicy:
     def add(self, questions: Iterable[Question]) -> None:
         """Register questions (their facts are recomputed under this harness's rules)."""
         for q in questions:
-            q = with_rules(q, self.rules)
+            q = self.script.with_rules(q, self.rules)
             for turn in q.turns:
                 self.turns[turn.text] = (q, turn)
 
@@ -87,9 +85,9 @@ class OraclePolicy:
         start = next((i for i in range(len(messages) - 1, -1, -1)
                       if messages[i].role == "user" and messages[i].content in self.turns), None)
         if start is None:  # not a registered question: be harmless
-            return self._reply("en", "Hi! Ask me about any product in the show.", "none"), False
+            return self._reply("en", self.script.greeting, "none"), False
         question, turn = self.turns[messages[start].content]
-        loc = question.locale if question.locale in _THINK else "en"
+        loc = question.locale if question.locale in self.script.think else "en"
         done, failures, last_error = _progress(messages[start + 1:], turn.plan)
         prev = self.visible.get(turn.plan[done - 1].tool, turn.plan[done - 1].tool) if done else None
         asked = _asked(turn)
@@ -100,7 +98,7 @@ class OraclePolicy:
             if failures < MAX_ATTEMPTS and last_error in RETRYABLE:
                 why = last_error.replace("_", " ")
                 return self._call(loc, step, question, retry=why), True
-            return self._reply(loc, _UNAVAILABLE[loc], "reply"), False
+            return self._reply(loc, self.script.unavailable[loc], "reply"), False
         if prev is not None:  # name the result just read, so the reply is tied to the context
             return self._reply(loc, turn.reply, "reply_after", prev=prev, asked=asked), False
         return self._reply(loc, turn.reply, "reply" if turn.plan else "none"), False
@@ -111,20 +109,21 @@ class OraclePolicy:
         step taken next depends on what the context already holds (a model that cannot tell a
         first call from a later one repeats its first call)."""
         name = self.visible.get(step.tool, step.tool)
+        lines = self.script.think[loc]
         if retry is not None:
-            why = _THINK[loc]["retry"].format(tool=name, why=retry)
+            why = lines["retry"].format(tool=name, why=retry)
         elif prev is not None:
-            why = _THINK[loc]["next"].format(prev=prev, tool=name)
-        elif step.tool == "search_products":
-            why = _THINK[loc]["search_products"].format(q=step.arguments.get("query", ""), asked=asked)
+            why = lines["next"].format(prev=prev, tool=name)
+        elif step.tool in lines:
+            why = lines[step.tool].format_map(_Slots(step.arguments, asked=asked, tool=name))
         else:
-            why = _THINK[loc]["default"].format(tool=name, asked=asked)
+            why = lines["default"].format(tool=name, asked=asked)
         body = json.dumps({"name": name, "arguments": dict(step.arguments)}, ensure_ascii=False)
         think = f"<think>{why}</think>\n" if self.think else ""
         return f"{think}<tool_call>\n{body}\n</tool_call>"
 
     def _reply(self, loc: str, text: str, kind: str, prev: str = "", asked: str = "") -> str:
-        why = _THINK[loc][kind].format(prev=prev, asked=asked)
+        why = self.script.think[loc][kind].format(prev=prev, asked=asked)
         return f"<think>{why}</think>\n{text}" if self.think else text
 
     def _output(self, text: str, is_call: bool) -> ModelOutput:

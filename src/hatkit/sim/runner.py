@@ -23,8 +23,10 @@ from ..agent.loop import Episode, drive
 from ..agent.tool_runner import ThreadToolRunner, ToolRunner
 from ..harness import Harness, load_harness
 from ..models.base import ChatModel, ModelOutput, ModelRequest
+from .augment import HsaData
 from .faults import FaultConfig, FaultInjectingRunner
-from .questions import Question, generate_questions
+from .source import QuestionSource
+from .truth import Question
 
 
 class SimConfig(BaseModel):
@@ -82,20 +84,16 @@ def episode_key(index: int, q: Question, harness_hash: str, seed: int) -> str:
     return f"{index}:{q.id}:{harness_hash[:12]}:{seed}"
 
 
-def harnesses_for(config: SimConfig, workdir: Path) -> list[Harness]:
+def harnesses_for(config: SimConfig, workdir: Path, hsa: HsaData | None = None) -> list[Harness]:
     """The base harness, or `n_variants` seeded variants of the configured family."""
     if config.variants == "none":
         return [load_harness(config.harness)]
     from ..harness.loader import resolve_harness_path
-    from .augment import make_variant
+    from .augment import variant_folder
 
     base = resolve_harness_path(config.harness)
-    out = []
-    for i in range(config.n_variants):
-        dest = workdir / f"{config.variants}_{config.seed}_{i}"
-        out.append(load_harness(dest) if (dest / "harness.yaml").is_file()
-                   else make_variant(base, dest, family=config.variants, seed=config.seed * 1000 + i))
-    return out
+    return [variant_folder(base, workdir / f"{config.variants}_{config.seed}_{i}", family=config.variants,
+                           seed=config.seed * 1000 + i, hsa=hsa) for i in range(config.n_variants)]
 
 
 def ask_all(episode: Episode, texts: Sequence[str]) -> Generator[ModelRequest, ModelOutput, str]:
@@ -106,16 +104,17 @@ def ask_all(episode: Episode, texts: Sequence[str]) -> Generator[ModelRequest, M
     return reply
 
 
-def run_sim(config: SimConfig, policy: PolicyFactory, out: Path, *, resume: bool = True,
-            on_progress: Callable[[int, int], None] | None = None) -> RunSummary:
-    """Run the episodes of `config`, appending traces to `out` (JSONL)."""
+def run_sim(config: SimConfig, policy: PolicyFactory, out: Path, *, source: QuestionSource,
+            resume: bool = True, on_progress: Callable[[int, int], None] | None = None) -> RunSummary:
+    """Run the episodes of `config` with questions from `source` (the domain), appending
+    traces to `out` (JSONL)."""
     started = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
     done = _done_keys(out) if resume and out.exists() else set()
     if not resume and out.exists():
         out.unlink()
-    harnesses = harnesses_for(config, out.parent / "variants")
-    questions = generate_questions(harnesses[0].rules, n=config.episodes, seed=config.seed,
+    harnesses = harnesses_for(config, out.parent / "variants", source.hsa)
+    questions = source.questions(harnesses[0].rules, n=config.episodes, seed=config.seed,
                                    split=config.split, locale=config.locale,
                                    categories=config.categories)
     plan: dict[int, list[tuple[int, Question]]] = {}

@@ -22,12 +22,13 @@ from typing import Any
 
 from ..agent import Trace, read_traces
 from ..agent.trace import GENERATED
-from ..harness import Harness
+from ..domain import Domain, domain_of, get_domain
+from ..harness import Harness, load_harness
 from ..models.base import TokenFormat
 from ..sim.faults import FaultConfig
 from ..sim.oracle import OraclePolicy
-from ..sim.questions import Question, generate_questions
 from ..sim.runner import SimConfig, run_sim
+from ..sim.truth import Question
 from .length_plan import trained_span
 
 MODES = ("fixed", "hsa")
@@ -44,6 +45,15 @@ class BuildSettings:
     fault_rate: float = 0.1
     """Share of tool calls with an injected, first-attempt-only fault (teaches recovery)."""
     fmt: str = "parquet"
+    domain: Domain | str | None = None
+    """The domain (default: the one the harness names, else live_commerce)."""
+    harness: Path | str | None = None
+    """The base harness folder or shipped name (default: the domain's own)."""
+
+    def base(self) -> tuple[Harness, Domain]:
+        """The base harness and its domain."""
+        h = load_harness(self.harness) if self.harness else get_domain(self.domain).harness()
+        return h, domain_of(h, self.domain)
 
 
 def trace_messages(trace: Trace) -> list[dict[str, Any]]:
@@ -101,17 +111,18 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
         "locale": settings.locale, "fault_rate": settings.fault_rate, "modes": {},
     }
     sizes = {"train": settings.train_episodes, "dev": settings.dev_episodes}
+    base, domain = settings.base()
     for mode in MODES:
         manifest["modes"][mode] = {}
         for split, n in sizes.items():
             config = SimConfig(episodes=n, seed=settings.seed, split=split,  # type: ignore[arg-type]
                                locale=settings.locale,  # type: ignore[arg-type]
                                variants="none" if mode == "fixed" else "train",
-                               n_variants=settings.n_variants, faults=faults)
+                               n_variants=settings.n_variants, faults=faults, harness=str(base.root))
             traces_path = settings.out / mode / f"{split}.traces.jsonl"
 
             def policy(h: Harness, qs: Sequence[Question]) -> OraclePolicy:
-                return OraclePolicy(h, qs, token_format=token_format)
+                return domain.oracle(h, qs, token_format=token_format)
 
             label = f"{mode}/{split}"
 
@@ -119,9 +130,9 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
                 if progress is not None:
                     progress(label, done, total)
 
-            run_sim(config, policy, traces_path, resume=True, on_progress=report)
+            run_sim(config, policy, traces_path, source=domain, resume=True, on_progress=report)
             traces = list(read_traces(traces_path))
-            tools_by_hash = _tools_by_hash(traces_path.parent / "variants", settings)
+            tools_by_hash = _tools_by_hash(base, traces_path.parent / "variants")
             rows = [trace_row(t, tools_by_hash.get(t.harness_hash, [])) for t in traces]
             path = settings.out / mode / f"{split}.{settings.fmt}"
             ds = Dataset.from_list(rows)
@@ -142,8 +153,8 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
     manifest["same_questions_in_both_modes"] = all(
         manifest["modes"]["fixed"][s]["question_ids"] == manifest["modes"]["hsa"][s]["question_ids"]
         for s in sizes)
-    manifest["disjoint"] = split_report(settings.seed, settings.locale, sizes)
-    manifest["system_prompt_tokens"] = system_prompt_tokens(token_format, settings.locale)
+    manifest["disjoint"] = split_report(domain, base, settings.seed, settings.locale, sizes)
+    manifest["system_prompt_tokens"] = system_prompt_tokens(token_format, settings.locale, base)
     for mode in MODES:
         for split in sizes:
             manifest["modes"][mode][split].pop("question_ids")
@@ -151,23 +162,20 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
     return manifest
 
 
-def system_prompt_tokens(token_format: TokenFormat, locale: str) -> int:
+def system_prompt_tokens(token_format: TokenFormat, locale: str, base: Harness) -> int:
     """Tokens of the base harness's rendered system prompt: every row and every evaluated turn
     pays them, so the report states them beside the row lengths."""
-    from ..harness import load_harness
-
-    return len(token_format.encode(load_harness("live_commerce").render(locale).system_prompt))
+    return len(token_format.encode(base.render(locale).system_prompt))
 
 
-def split_report(seed: int, locale: str, sizes: dict[str, int]) -> dict[str, Any]:
-    """Products and templates per split, and whether any two splits share one."""
-    from ..harness import load_harness
-
-    rules = load_harness("live_commerce").rules
+def split_report(domain: Domain, base: Harness, seed: int, locale: str,
+                 sizes: dict[str, int]) -> dict[str, Any]:
+    """Items (products, orders, ...) and templates per split, and whether any two splits share one."""
+    rules = base.rules
     sets: dict[str, dict[str, set[str]]] = {}
     for split in ("train", "dev", "test"):
-        qs = generate_questions(rules, n=max(sizes.get(split, 0), 200), seed=seed, split=split,
-                                locale=locale)
+        qs = domain.questions(rules, n=max(sizes.get(split, 0), 200), seed=seed, split=split,
+                              locale=locale)
         sets[split] = {"products": {p for q in qs for p in q.product_ids},
                        "templates": {q.template_id for q in qs}}
     report: dict[str, Any] = {}
@@ -181,10 +189,8 @@ def split_report(seed: int, locale: str, sizes: dict[str, int]) -> dict[str, Any
     return report
 
 
-def _tools_by_hash(variants_dir: Path, settings: BuildSettings) -> dict[str, list[dict[str, Any]]]:
-    from ..harness import load_harness
-
-    harnesses = [load_harness("live_commerce")]
+def _tools_by_hash(base: Harness, variants_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    harnesses = [base]
     if variants_dir.is_dir():
         harnesses += [load_harness(p) for p in sorted(variants_dir.iterdir())
                       if (p / "harness.yaml").is_file()]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..agent.trace import Trace
+from ..domain import Domain, get_domain
 from ..harness import Harness
 
 THINK_SEGMENTS = ("think_tool", "think_reply")
@@ -41,10 +42,8 @@ class JudgeScorer:
     judge of a pipeline must be a different judge harness (see hatkit.judge.roles)."""
 
     def __init__(self, accuracy_weight: float, effectiveness_weight: float,
-                 judge_harness: str | Path | None = None) -> None:
-        from ..judge.programmatic import JUDGE_HARNESS, ProgrammaticJudge
-
-        self.judge = ProgrammaticJudge(judge_harness or JUDGE_HARNESS, role="reward")
+                 judge_harness: str | Path | None = None, *, domain: Domain | str | None = None) -> None:
+        self.judge = get_domain(domain).judge(judge_harness, role="reward")
         self.accuracy_weight = accuracy_weight
         self.effectiveness_weight = effectiveness_weight
 

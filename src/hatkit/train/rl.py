@@ -46,6 +46,7 @@ from .length_plan import PromptPlan
 from .rewards import JudgeScorer, Scorer
 from .rl_rollout import Rollouts, Sampling
 from .rl_setup import (
+    domain_for,
     fault_config,
     length_plan,
     plan_episodes,
@@ -65,6 +66,9 @@ class HatRLConfig(GRPOConfig):
         "(normally the OPD stage's final/).")})
     harness: str = field(default="live_commerce", metadata={"help": (
         "Base harness (folder or shipped name) the training family of variants is made from.")})
+    domain: str | None = field(default=None, metadata={"help": (
+        "Domain of the questions and the judge (default: the one the harness names, else "
+        "live_commerce).")})
     n_variants: int = field(default=8, metadata={"help": (
         "Training-family harness variants the episodes are spread over (0 = the base only).")})
     n_questions: int = field(default=64, metadata={"help": (
@@ -175,7 +179,7 @@ def build_trainer(config: HatRLConfig, model: Any, tokenizer: Any, *, scorer: Sc
     episodes = plan_episodes(config, harnesses)
     reward = reward_spec(config)
     scorer = scorer or JudgeScorer(config.accuracy_weight, config.effectiveness_weight,
-                                   config.judge_harness)
+                                   config.judge_harness, domain=domain_for(config))
     sampling = Sampling(config.temperature, config.top_p, config.max_new_tokens,
                         config.max_completion_length, config.rollout_batch)
     rollouts = Rollouts(harnesses, episodes, scorer, reward, sampling, tokenizer,

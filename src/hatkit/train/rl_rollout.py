@@ -35,8 +35,8 @@ from ..agent.tool_runner import ThreadToolRunner
 from ..harness import Harness
 from ..models.base import ChatModel, ModelOutput, ModelRequest, TokenFormat
 from ..sim.faults import FaultConfig, FaultInjectingRunner
-from ..sim.questions import Question
 from ..sim.runner import ask_all
+from ..sim.truth import Question
 from .rewards import RewardSpec, Scorer, block_lengths
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..domain import Domain, domain_of
 from ..harness import Harness, load_harness, resolve_harness_path
 from ..models.base import ModelOutput, ModelRequest, TokenFormat
 from .length_plan import PromptPlan
@@ -20,10 +21,15 @@ if TYPE_CHECKING:
     from .rl import HatRLConfig
 
 
+def domain_for(config: HatRLConfig) -> Domain:
+    """The domain of the run: the one the base harness names, else `config.domain`."""
+    return domain_of(load_harness(config.harness), config.domain)
+
+
 def training_harnesses(config: HatRLConfig, folder: Path) -> list[Harness]:
     """The base harness (n_variants=0) or n_variants training-family variants, made once in
     `folder` and reloaded on resume (same seeds -> byte-identical folders)."""
-    from ..sim.augment import make_variant, variant_name
+    from ..sim.augment import variant_folder, variant_name
 
     base = resolve_harness_path(config.harness)
     if config.n_variants == 0:
@@ -32,22 +38,19 @@ def training_harnesses(config: HatRLConfig, folder: Path) -> list[Harness]:
     out = []
     for i in range(config.n_variants):
         seed = config.seed * 1000 + i
-        dest = folder / variant_name(name, "train", seed)
-        out.append(load_harness(dest) if (dest / "harness.yaml").is_file()
-                   else make_variant(base, dest, family="train", seed=seed))
+        out.append(variant_folder(base, folder / variant_name(name, "train", seed), family="train",
+                                  seed=seed, hsa=domain_for(config).hsa))
     return out
 
 
 def plan_episodes(config: HatRLConfig, harnesses: list[Harness]) -> list[EpisodeSpec]:
     """Train-split questions, dealt round-robin over the harnesses."""
-    from ..sim.questions import generate_questions
-
+    domain = domain_for(config)
     try:
-        questions = generate_questions(harnesses[0].rules, n=config.n_questions, seed=config.seed,
-                                       split="train", locale=config.locale,
-                                       categories=config.categories)
+        questions = domain.questions(harnesses[0].rules, n=config.n_questions, seed=config.seed,
+                                     split="train", locale=config.locale, categories=config.categories)
     except KeyError as exc:
-        raise ValueError(f"harness '{config.harness}' has no rule {exc} that the live-commerce "
+        raise ValueError(f"harness '{config.harness}' has no rule {exc} that the {domain.name} "
                          "question generator needs; add it or restrict `categories`") from None
     return [EpisodeSpec(f"ep{i:05d}", q, i % len(harnesses)) for i, q in enumerate(questions)]
 

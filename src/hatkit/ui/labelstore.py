@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..judge.agreement import DimensionAgreement, annotator_agreement
-from ..judge.labels import REFERENCE, RUBRIC_ITEMS, Label, LabelError, _check_row, load_labels
+from ..judge.labels import REFERENCE, RUBRIC_ITEMS, Label, LabelError, check_row, load_labels
 from ..judge.verdict import DIMENSIONS
 from .files import read_lines
 
@@ -41,7 +41,7 @@ def read(path: Path) -> list[Label]:
 
 
 def _label(row: dict[str, Any]) -> Label:
-    label, errors = _check_row(row, "", _DIMS)
+    label, errors = check_row(row, "", _DIMS)
     if label is None:
         raise TypeError("; ".join(e.lstrip(": ") for e in errors) or "not a label")
     return label

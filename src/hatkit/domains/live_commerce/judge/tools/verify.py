@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hatkit.domains.live_commerce.rubric.state import JudgeState
 from hatkit.harness import ToolContext, tool
-from hatkit.judge.state import JudgeState
 
 
 def _state(ctx: ToolContext) -> JudgeState:

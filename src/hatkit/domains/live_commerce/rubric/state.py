@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from hatkit.agent.trace import ToolRecord, Trace
-from hatkit.domains.live_commerce.catalog import Catalog, Coupon, Product, Promotion, load_catalog
-from hatkit.domains.live_commerce.state import TODAY
+from hatkit.agent.trace import Trace, ok_record
 from hatkit.harness import Harness
 
+from ..catalog import Catalog, Coupon, Product, Promotion, load_catalog
+from ..state import TODAY
 from .claims import Lexicon, find_products, lexicon
 
 RETURN_RULES: Mapping[str, str | None] = {
@@ -42,11 +42,6 @@ def catalog_of(agent_harness: Harness) -> Catalog:
         cat = getattr(state, "catalog", None)
         hit = _CATALOGS[agent_harness.content_hash] = cat if isinstance(cat, Catalog) else load_catalog()
     return hit
-
-
-def ok_record(r: ToolRecord) -> bool:
-    """A tool call that returned a usable result (not an error, not an injected fault)."""
-    return r.error_type is None and not (isinstance(r.output, dict) and "injected_fault" in r.output)
 
 
 @dataclass

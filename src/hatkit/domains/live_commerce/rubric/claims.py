@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-from hatkit.domains.live_commerce.catalog import Catalog, Product, load_catalog
+from ..catalog import Catalog, Product, load_catalog
 
 Kind = Literal["money", "percent", "days", "stock", "returns", "free_shipping", "product", "coupon"]
 MoneyRole = Literal["price", "list", "saving", "fee", "threshold", "total", "amount"]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from hatkit.judge.verdict import Evidence
+
 from ._run import _RunBase
 from .claims import NEGATION
-from .verdict import Evidence
 
 
 class _RubricChecks(_RunBase):

@@ -6,11 +6,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from hatkit.agent.trace import Trace
+from hatkit.judge.verdict import Evidence
 
 from ._episode import _Scope
 from ._facts import _Agent, _ProductFacts
 from .claims import Claim
-from .verdict import Evidence
 
 if TYPE_CHECKING:
     from .programmatic import ProgrammaticJudge

@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hatkit.domains.live_commerce.catalog import Product
-
+from ..catalog import Product
 from .claims import cents
 from .state import JudgeState
 

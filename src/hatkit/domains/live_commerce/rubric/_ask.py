@@ -46,7 +46,7 @@ _DELIVERY_WORDS = re.compile(r"deliver|arriv|ship|送达|到货|配送|发货|�
 
 @lru_cache(maxsize=1)
 def _spec_zh() -> Mapping[str, str]:
-    from hatkit.sim.templates import SPEC_ZH  # data only: the zh labels viewers use for spec keys
+    from ..templates import SPEC_ZH  # data only: the zh labels viewers use for spec keys
 
     return SPEC_ZH
 

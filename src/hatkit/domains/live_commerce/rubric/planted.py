@@ -30,52 +30,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hatkit.agent import Agent, InlineToolRunner, Trace, drive
-from hatkit.domains.live_commerce.catalog import load_catalog
-from hatkit.harness import Harness, load_harness
+from hatkit.harness import Harness
 from hatkit.harness.hooks import ClaimRequiresTool
+from hatkit.judge.labels import LabelledItem, turn_replies
 from hatkit.models.scripted import ScriptedModel
-from hatkit.sim.augment import family_settings, make_variant
-from hatkit.sim.facts import money
-from hatkit.sim.oracle import OraclePolicy
-from hatkit.sim.questions import Question, generate_questions, reply_states_facts, violations, with_rules
+from hatkit.sim.augment import variant_folder
 from hatkit.sim.runner import ask_all
-from hatkit.sim.templates import CONDITIONS
+from hatkit.sim.truth import Question, reply_states_facts, violations
 
-from .labels import (
-    ACCURACY_PLANTS,
-    EFFECTIVENESS_PLANTS,
-    Label,
-    reference_labels,
-    turn_replies,
-)
+from ..catalog import load_catalog
+from ..domain import DOMAIN
+from ..facts import money
+from ..questions import generate_questions, with_rules
+from ..templates import CONDITIONS
+from .reference import ACCURACY_PLANTS, EFFECTIVENESS_PLANTS, reference_labels
 
 PLANT_KINDS = ("wrong_price", "price_without_tool", "stale_rule", "medical_claim", "obeyed_injection",
                "missing_fact", "too_long", "persona_break")
-
-
-@dataclass
-class LabelledItem:
-    """One trace with the ground truth it is judged against."""
-
-    trace: Trace
-    question: Question
-    """The viewer's question, with facts under the agent harness's rules."""
-    harness: Harness
-    """The harness the agent ran under (what a judge gets as agent_harness)."""
-    labels: list[Label]
-    """Reference labels: accuracy and effectiveness."""
-
-    @property
-    def trace_id(self) -> str:
-        return self.trace.episode_id
-
-    @property
-    def planted(self) -> str | None:
-        value = self.trace.meta.get("planted")
-        return str(value) if value else None
-
-    def label(self, dimension: str) -> int:
-        return next(x.label for x in self.labels if x.dimension == dimension)
 
 
 # ---- harnesses ---------------------------------------------------------------------------------
@@ -93,21 +64,21 @@ def _variant_root() -> Path:
 def variant_harnesses(count: int, seed: int, family: str = "train",
                       workdir: Path | None = None) -> list[Harness]:
     """The default harness and `count` seeded variants of `family` (made once per process)."""
-    out = [load_harness("live_commerce")]
+    out = [DOMAIN.harness()]
     for i in range(count):
         vseed = seed * 1000 + i
         key = (family, vseed, str(workdir))
         if key not in _VARIANTS:
             dest = (workdir or _variant_root()) / f"{family}_{vseed}"
-            _VARIANTS[key] = (load_harness(dest) if (dest / "harness.yaml").is_file()
-                              else make_variant("live_commerce", dest, family=family, seed=vseed))
+            _VARIANTS[key] = variant_folder(DOMAIN.harness_dir, dest, family=family, seed=vseed,
+                                            hsa=DOMAIN.hsa)
         out.append(_VARIANTS[key])
     return out
 
 
 # ---- oracle episodes ---------------------------------------------------------------------------
 def _run(harness: Harness, locale: str, questions: Sequence[Question], ids: Sequence[str]) -> list[Trace]:
-    agent = Agent(harness, OraclePolicy(harness, questions), locale=locale, tool_runner=InlineToolRunner())
+    agent = Agent(harness, DOMAIN.oracle(harness, questions), locale=locale, tool_runner=InlineToolRunner())
     episodes = [agent.episode(episode_id=i) for i in ids]
     drive(agent.model, [ask_all(e, [t.text for t in q.turns])
                         for e, q in zip(episodes, questions, strict=True)])
@@ -203,8 +174,8 @@ _STALE_DAYS = ("return_window_days", "extended_return_days", "electronics_return
 
 
 def _stale_rule(c: _Ctx) -> tuple[str, str] | None:
-    fam = family_settings("train")
-    base = load_harness("live_commerce").rules
+    fam = DOMAIN.hsa.family("train")
+    base = DOMAIN.harness().rules
     for rule in (*_STALE_MONEY, *_STALE_DAYS):
         cur = c.harness.rules.get(rule)
         if cur is None:

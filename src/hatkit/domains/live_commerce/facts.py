@@ -7,7 +7,6 @@ plan through the real tools to keep the two from drifting apart.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,39 +16,11 @@ from typing import Any
 from hatkit.domains.live_commerce.catalog import Catalog, Product
 from hatkit.domains.live_commerce.state import TODAY, ShopState
 from hatkit.harness import ToolContext, ToolSpec
+from hatkit.sim.truth import Fact, PlannedCall, Turn, stable_hash
 
 from .templates import CLOSERS as _CLOSERS
 from .templates import CONDITIONS, PHRASES, SPEC_ZH, WAREHOUSES_ZH
 from .templates import OPENERS as _OPENERS
-
-
-@dataclass(frozen=True)
-class Fact:
-    """One thing a correct reply must state; `accept` lets a judge check it by substring."""
-
-    name: str
-    value: str
-    accept: tuple[str, ...]
-    product_id: str | None = None
-
-
-@dataclass(frozen=True)
-class PlannedCall:
-    """One gold tool call, by the tool's canonical (function) name, so renames don't matter."""
-
-    tool: str
-    arguments: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One viewer message with its gold plan, facts, forbidden patterns and gold reply."""
-
-    text: str
-    plan: tuple[PlannedCall, ...]
-    facts: tuple[Fact, ...]
-    must_not: tuple[str, ...]
-    reply: str
 
 
 @lru_cache(maxsize=1)
@@ -64,11 +35,6 @@ def search_products(state: ShopState, query: str, max_results: int = 5) -> list[
     out = _search_spec().call({"query": query, "max_results": max_results},
                               ToolContext(state, {}, frozenset({"catalog.read"})))
     return list(out)
-
-
-def stable_hash(*parts: object) -> int:
-    """A hash that is the same in every process (Python's hash() is salted per run)."""
-    return int(hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:15], 16)
 
 
 def money(x: float) -> str:

@@ -1,4 +1,4 @@
-"""The viewer simulator: what live-stream viewers ask, with the ground truth of every turn.
+"""The live-commerce viewer simulator: what live-stream viewers ask, with the ground truth of every turn.
 
 A question is a paraphrase template filled with catalog products and slot values; each turn
 carries the gold tool plan, the facts a correct reply states, regexes it must not match and a
@@ -12,42 +12,27 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from string import Formatter
 from typing import Any, Literal, get_args
 
-from hatkit.domains.live_commerce.catalog import Catalog, Product, load_catalog
+from hatkit.sim.truth import SPLITS, Fact, PlannedCall, Question, Split, Turn, stable_hash
 
-from .facts import (
-    COND_ZH,
-    CatalogIndex,
-    Ctx,
-    Fact,
-    PlannedCall,
-    Turn,
-    build_turn,
-    money_text,
-    spec_label,
-    stable_hash,
-    variant_text,
-)
+from .catalog import Catalog, Product, load_catalog
+from .facts import COND_ZH, CatalogIndex, Ctx, build_turn, money_text, spec_label, variant_text
 from .templates import CITIES, PAIRS, QUESTIONS
 
 __all__ = [
-    "CATEGORIES", "Category", "Fact", "PlannedCall", "Question", "Template", "Turn",
-    "generate_questions", "product_split", "reply_states_facts", "search_query", "template_ids",
-    "template_split",
-    "violations", "with_rules",
+    "CATEGORIES", "LOCALES", "SPLITS", "Category", "Fact", "PlannedCall", "Question", "Split",
+    "Template", "Turn", "generate_questions", "product_split", "search_query", "template_ids",
+    "template_split", "with_rules",
 ]
 
 Category = Literal["price_promo", "size_fit", "stock_shipping", "specs", "comparison", "after_sales",
                    "chit_chat", "compliance_trap", "injection", "followup"]
 CATEGORIES: tuple[Category, ...] = get_args(Category)
-Split = Literal["train", "dev", "test"]
-SPLITS: tuple[Split, ...] = get_args(Split)
 LOCALES = ("en", "zh")
 _DEV_TEST_SHARE = 0.15
 _AMOUNTS = (25, 40, 50, 60, 75, 80, 90, 99, 100, 120, 150, 200, 250, 500)
@@ -71,24 +56,6 @@ class Template:
     @cached_property
     def slots(self) -> frozenset[str]:
         return frozenset(f for _, t in self.turns for _, f, _, _ in Formatter().parse(t) if f)
-
-
-@dataclass(frozen=True)
-class Question:
-    """One viewer conversation (1 turn, or 2-3 for follow-ups) with its ground truth."""
-
-    id: str
-    category: Category
-    locale: str
-    template_id: str
-    product_ids: tuple[str, ...]
-    params: Mapping[str, Any]
-    split: Split
-    turns: tuple[Turn, ...]
-
-    @property
-    def text(self) -> str:
-        return self.turns[0].text
 
 
 # ---- templates and splits -----------------------------------------------------------------------
@@ -324,20 +291,3 @@ def with_rules(question: Question, rules: Mapping[str, Any], *, catalog: Catalog
     t = _templates()[question.template_id]
     ps = tuple(idx.products[pid] for pid in question.product_ids)
     return dataclasses.replace(question, turns=_build(t, ps, question.params, rules, idx))
-
-
-# ---- checking replies ---------------------------------------------------------------------------
-def reply_states_facts(reply: str, facts: Sequence[Fact]) -> list[Fact]:
-    """The facts `reply` misses (a fact is stated when any of its accept strings occurs)."""
-    low = reply.lower()
-    return [f for f in facts if not any(a in low for a in f.accept)]
-
-
-@lru_cache(maxsize=4096)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
-
-
-def violations(reply: str, turn: Turn) -> list[str]:
-    """The turn's must-not patterns that `reply` matches (case-insensitive)."""
-    return [p for p in turn.must_not if _compiled(p).search(reply)]

@@ -1,6 +1,6 @@
 """The programmatic judge: the live-commerce judge harness's rubric run as code, no model.
 
-Every reply of a judged episode is read as claims (hatkit.judge.claims) and each claim is
+Every reply of a judged episode is read as claims (`claims`) and each claim is
 verified against what the episode supports: the catalog (for products the agent looked up or
 named), the JUDGED agent's harness rules, and the agent's own tool results (JudgeState).
 Thresholds, weights and phrase lists come from the judge harness folder, so a calibration
@@ -18,6 +18,7 @@ from pathlib import Path
 
 from hatkit.agent.trace import Trace
 from hatkit.harness import Harness, load_harness
+from hatkit.judge.verdict import Evidence, ItemScore, Role, Verdict
 
 from ._accuracy import _AccuracyChecks
 from ._config import _Config
@@ -27,11 +28,10 @@ from ._facts import _Agent
 from ._rubric import _RubricChecks
 from .claims import cents, extract_claims, find_products, money_values
 from .state import JudgeState, catalog_of, ok_record
-from .verdict import Evidence, ItemScore, Role, Verdict
 
 __all__ = ["JUDGE_HARNESS", "PRICE_TOOLS", "ProgrammaticJudge"]
 
-JUDGE_HARNESS = Path(__file__).resolve().parent.parent / "domains" / "live_commerce" / "judge"
+JUDGE_HARNESS = Path(__file__).resolve().parent.parent / "judge"
 """The shipped judge harness folder."""
 
 
