@@ -34,6 +34,7 @@ browser: setup
 lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Tiers are set in pyproject.toml: a bare pytest runs the default tier (not slow, not gpu),
 # benches in their --smoke mode included (tests/bench).

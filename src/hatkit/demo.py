@@ -17,6 +17,7 @@ from .agent.render import trace_summary
 from .domain import Domain, domain_of, get_domain
 from .harness import load_harness
 
+
 def run_demo(harness_ref: str | Path | None = None, questions: list[str] | None = None,
              model_spec: str = "local", locale: str | None = None, show_prompt: bool = False,
              runs_dir: Path | None = Path("runs"), console: Console | None = None,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hatkit.domains.live_commerce import DOMAIN as LC
 from hatkit.evals import SuiteResult
 from hatkit.evals.cases import check_replies
 from hatkit.evals.questions_file import QuestionsFileError, load_questions
@@ -46,7 +47,7 @@ def test_every_bad_line_is_reported_with_file_and_line(tmp_path: Path) -> None:
         json.dumps({"message": "m", "colour": "red"}),
     ]) + "\n")
     with pytest.raises(QuestionsFileError) as exc:
-        load_questions(path)
+        load_questions(path, LC.categories)
     lines = str(exc.value).splitlines()
     assert [ln.split(":")[1] for ln in lines] == ["2", "3", "4", "5", "6", "7", "8"]
     text = str(exc.value)
@@ -71,3 +72,13 @@ def test_suite_result_round_trips_and_bad_files_name_themselves(tmp_path: Path) 
     (tmp_path / "bad.json").write_text('{"suite": "x"}')
     with pytest.raises(ValueError, match=r"bad\.json: not a suite result: metrics"):
         SuiteResult.read(tmp_path / "bad.json")
+
+
+def test_categories_are_checked_against_the_domains_own(tmp_path: Path) -> None:
+    """A category is a domain's: one the domain does not have is refused; without a domain to
+    check against (a plain call), any category string is kept as the judge's hint."""
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"message": "m", "category": "weather"}) + "\n")
+    with pytest.raises(QuestionsFileError, match="unknown category 'weather'"):
+        load_questions(path, LC.categories)
+    assert load_questions(path)[0].category == "weather"

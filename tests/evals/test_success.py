@@ -27,7 +27,7 @@ FAST = EvalSettings(batch_size=4)
 
 
 def _run(model: ChatModel, lc: Harness, cases: list[EvalCase]) -> Episodes:
-    return run_cases(model, lc, cases, settings=FAST, suite="test")
+    return run_cases(model, lc, cases, domain=LC, settings=FAST, suite="test")
 
 
 def _questions(lc: Harness, category: str, n: int = 4) -> list[Question]:
@@ -67,20 +67,20 @@ def _escalate_then(reply: str) -> ScriptedModel:
 
 def test_escalation_counts_only_when_expected_and_called(lc: Harness) -> None:
     chat = _questions(lc, "chit_chat", 1)[0]
-    assert expects_escalation(from_question(chat)) is False and not expects_tools(from_question(chat))
+    assert expects_escalation(from_question(chat), LC) is False and not expects_tools(from_question(chat), LC)
     gold = chat.turns[0].reply
     plain = _run(scripted(lambda _r: gold), lc, [from_question(chat)])
     assert plain.outcomes()[0].success
     unexpected = _run(_escalate_then(gold), lc, [from_question(chat)])
-    assert escalated(unexpected.traces[0], lc)
+    assert escalated(unexpected.traces[0], lc, LC)
     assert not unexpected.outcomes()[0] and unexpected.outcomes()[0].failure == "escalated when not expected"
 
     complaint = next(q for q in _questions(lc, "after_sales", 12)
                      if any(c.tool == "escalate_to_human" for t in q.turns for c in t.plan))
     case = from_question(complaint)
-    assert expects_escalation(case) is True and expects_tools(case)
+    assert expects_escalation(case, LC) is True and expects_tools(case, LC)
     called = _run(LC.oracle(lc, [complaint]), lc, [case])
-    assert escalated(called.traces[0], lc) and called.outcomes()[0].success
+    assert escalated(called.traces[0], lc, LC) and called.outcomes()[0].success
     assert called.answers() == [True]
     skipped = _run(scripted(lambda _r: complaint.turns[0].reply), lc, [case])
     assert not skipped.outcomes()[0]
@@ -88,13 +88,13 @@ def test_escalation_counts_only_when_expected_and_called(lc: Harness) -> None:
 
 
 def test_a_renamed_escalation_tool_counts_by_its_canonical_name(lc: Harness, tmp_path: Path) -> None:
-    variant = heldout_variants(lc, tmp_path, 1, seed=0)[0]
+    variant = heldout_variants(lc, tmp_path, 1, seed=0, hsa=LC.hsa)[0]
     visible = next(v for v, t in variant.tools.items() if t.canonical == "escalate_to_human")
     trace = Trace(variant.name, variant.content_hash, "m")
     trace.tool_calls = [ToolRecord(visible, {"reason": "x"}, {"ticket": "T0001"})]
-    assert escalated(trace, variant)
+    assert escalated(trace, variant, LC)
     trace.tool_calls = [ToolRecord(visible, {"reason": "x"}, None, "timeout", "timed out")]
-    assert not escalated(trace, variant)  # a call that failed escalated nothing
+    assert not escalated(trace, variant, LC)  # a call that failed escalated nothing
 
 
 def test_wilson_interval_of_known_counts() -> None:

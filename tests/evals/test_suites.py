@@ -13,11 +13,9 @@ from hatkit.agent.trace import Span, Trace
 from hatkit.domains.live_commerce import DOMAIN as LC
 from hatkit.domains.live_commerce.questions import generate_questions
 from hatkit.evals import SUITES, EvalSettings, SuiteResult, run_suite, run_suites
-from hatkit.evals.cases import TOOL_CATEGORIES
 from hatkit.evals.episodes import BackendFailed
 from hatkit.evals.latency import measure as latency_measure
 from hatkit.evals.lengths import measure as lengths_measure
-from hatkit.evals.safety import TRAPS
 from hatkit.evals.variant_qa import heldout_variants
 from hatkit.harness import Harness
 from hatkit.models.base import ModelOutput, ModelRequest
@@ -53,25 +51,25 @@ def test_a_wrong_answer_scores_below_the_oracle(lc: Harness, tmp_path: Path) -> 
 
 
 def test_variant_qa_runs_on_heldout_variants_and_reuses_them(lc: Harness, tmp_path: Path) -> None:
-    variants = heldout_variants(lc, tmp_path / "variants", 2, seed=0)
+    variants = heldout_variants(lc, tmp_path / "variants", 2, seed=0, hsa=LC.hsa)
     assert all(v.content_hash != lc.content_hash for v in variants)
     model = OracleByHarness(variants, generate_questions(lc.rules, n=4, seed=0, split="test"))
     r = run_suite("variant_qa", model, n=4, out_dir=tmp_path, settings=FAST)
     assert r.n == 4 and r.metrics["accuracy"] == 1.0
     assert set(r.details["variants"]) == {v.name for v in variants}
-    assert [v.content_hash for v in heldout_variants(lc, tmp_path / "variants", 2, seed=0)] == [
+    assert [v.content_hash for v in heldout_variants(lc, tmp_path / "variants", 2, seed=0, hsa=LC.hsa)] == [
         v.content_hash for v in variants]
 
 
 def test_faults_count_faulted_and_recovered_episodes(lc: Harness, tmp_path: Path) -> None:
-    qs = generate_questions(lc.rules, n=4, seed=0, split="test", categories=TOOL_CATEGORIES)
+    qs = generate_questions(lc.rules, n=4, seed=0, split="test", categories=LC.tool_categories)
     r = run_suite("faults", LC.oracle(lc, qs), n=4, out_dir=tmp_path, settings=FAST)
     eps = r.details["episodes"]
     assert r.metrics["faulted"] == 4 == sum(e["faulted"] for e in eps)  # every first tool call
     assert r.metrics["recovered"] == sum(e["faulted"] and e["success"] for e in eps) >= 1
     assert r.metrics["recovered_rate"] == r.metrics["recovered"] / 4
     assert next(iter(r.metrics)) == "success" and r.metrics["success"] == sum(e["success"] for e in eps) / 4
-    assert set(r.details["by_category"]) <= set(TOOL_CATEGORIES)
+    assert set(r.details["by_category"]) <= set(LC.tool_categories)
     no_tools = run_suite("faults", scripted(lambda _r: "Hello there!"), n=2, out_dir=tmp_path / "b",
                          settings=FAST)
     keys = ("success", "answer_rate", "recovered_rate", "recovered", "faulted")
@@ -79,7 +77,7 @@ def test_faults_count_faulted_and_recovered_episodes(lc: Harness, tmp_path: Path
 
 
 def test_safety_counts_a_scripted_violation(lc: Harness, tmp_path: Path) -> None:
-    first, second = TRAPS[0], TRAPS[6]
+    first, second = LC.safety_traps()[0], LC.safety_traps()[6]
     assert first.id == "medical-cure" and second.id == "ignore-instructions"
 
     def reply(r: ModelRequest) -> str:
@@ -207,7 +205,7 @@ def test_every_suite_runs_on_a_tiny_random_model(minimal_harness: Path, tmp_path
 def test_trap_patterns_catch_compliance_but_not_refusals(trap: str, violating: str, refusing: str) -> None:
     import re
 
-    patterns = next(t.must_not for t in TRAPS if t.id == trap)
+    patterns = next(t.must_not for t in LC.safety_traps() if t.id == trap)
     assert any(re.search(p, violating, re.IGNORECASE) for p in patterns)
     assert not any(re.search(p, refusing, re.IGNORECASE) for p in patterns)
 

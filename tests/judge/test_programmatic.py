@@ -118,7 +118,8 @@ def test_the_judge_harness_is_a_valid_harness_folder() -> None:
     assert set(h.spec.enabled.skills) == {"accuracy", "effectiveness", "compliance", "injection_resistance"}
     assert set(h.spec.enabled.tools) == {"lookup_product", "lookup_rule", "tool_results", "find_products"}
     assert all(t.kind == "read" for t in h.tools.values())
-    assert h.spec.state == "hatkit.judge.state:JudgeState" and isinstance(h.new_state(), JudgeState)
+    assert h.spec.state == "hatkit.domains.live_commerce.rubric.state:JudgeState"
+    assert isinstance(h.new_state(), JudgeState)
     for name in h.rules["compliance_hooks"]:
         assert isinstance(h.hook_rules[name], ForbiddenPhrases)
     prompt = h.render().system_prompt

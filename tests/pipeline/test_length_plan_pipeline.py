@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from hatkit.cli import app
 from hatkit.pipeline import load_pipeline_config, prepare
-from hatkit.pipeline.stages import DATA, run_stage, sft_length_plan, train_config
+from hatkit.pipeline.run import run_stage
+from hatkit.pipeline.stages import DATA, sft_length_plan, train_config
 from hatkit.train.sft import fit_max_length, read_rows
 from tiny import tiny_llama, tiny_tokenizer
 

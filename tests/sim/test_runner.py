@@ -24,7 +24,7 @@ def oracle(h: Harness, qs: Sequence[Question]) -> OraclePolicy:
 
 def test_run_writes_one_trace_per_episode_with_meta(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
-    summary = run_sim(SimConfig(episodes=30, split="dev", concurrency=7), oracle, out)
+    summary = run_sim(SimConfig(episodes=30, split="dev", concurrency=7), oracle, out, source=LC)
     traces = list(read_traces(out))
     assert summary.written == len(traces) == 30
     assert len({t.meta["episode_key"] for t in traces}) == 30
@@ -34,10 +34,10 @@ def test_run_writes_one_trace_per_episode_with_meta(tmp_path: Path) -> None:
 
 def test_resume_skips_done_episodes_and_drops_a_torn_line(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
-    run_sim(SimConfig(episodes=12), oracle, out)
+    run_sim(SimConfig(episodes=12), oracle, out, source=LC)
     lines = out.read_text().splitlines(keepends=True)
     out.write_text("".join(lines[:5]) + lines[5][: len(lines[5]) // 2])  # crash mid-write
-    summary = run_sim(SimConfig(episodes=12), oracle, out)
+    summary = run_sim(SimConfig(episodes=12), oracle, out, source=LC)
     assert summary.skipped == 5 and summary.written == 7
     keys = [t.meta["episode_key"] for t in read_traces(out)]
     assert len(keys) == len(set(keys)) == 12
@@ -47,13 +47,13 @@ def test_variants_and_faults_are_recorded(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
     cfg = SimConfig(episodes=40, variants="train", n_variants=3, seed=5,
                     faults=FaultConfig(rates={"timeout": 0.2}, seed=5, first_call_only=True))
-    run_sim(cfg, oracle, out)
+    run_sim(cfg, oracle, out, source=LC)
     traces = list(read_traces(out))
     assert len({t.harness_hash for t in traces}) == 3
     assert any(t.events_of("fault_injected") for t in traces)
     assert not any(t.events_of("fallback") for t in traces)
     again = tmp_path / "again.jsonl"
-    run_sim(cfg, oracle, again)
+    run_sim(cfg, oracle, again, source=LC)
     same = list(read_traces(again))
     assert [t.final_reply for t in same] == [t.final_reply for t in traces]  # seeded
     assert [len(t.events) for t in same] == [len(t.events) for t in traces]

@@ -213,7 +213,7 @@ def _objects(text: str, lo: int = 0, hi: int | None = None) -> tuple[list[tuple[
     return spans, opens
 
 
-def _balanced_end(text: str, start: int) -> int | None:
+def balanced_end(text: str, start: int) -> int | None:
     """End of the {...} opening at `start`, strings tracked from there; None if it never
     closes. O(n) per call: the judge (judge.llm) calls it for a bounded number of starts."""
     depth, in_str, quote, escape = 0, False, "", False

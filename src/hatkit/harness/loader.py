@@ -24,7 +24,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import prompts as tpl
-from ._yaml import YamlSyntaxError, line_for, load_with_lines
 from .errors import HarnessError, Problem, Problems
 from .harness import Harness, system_template
 from .hashing import hash_files, is_harness_path, is_ignored_dir
@@ -32,6 +31,7 @@ from .hooks import Hook, HookFile, HookRule, MaxReplyLength
 from .skills import Skill, SkillParseError, parse_skill
 from .spec import HarnessSpec, describe_validation_error
 from .tools import ToolSchemaError, ToolSpec, tool_spec
+from .yaml_lines import YamlSyntaxError, line_for, load_with_lines
 
 SPEC_FILE = "harness.yaml"
 MAX_FILE_BYTES = 1 << 20

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ._yaml import YamlSyntaxError, load_with_lines
 from .spec import SKILL_NAME, describe_validation_error
+from .yaml_lines import YamlSyntaxError, load_with_lines
 
 
 class SkillFrontMatter(BaseModel):

@@ -17,7 +17,7 @@ from pydantic import (
     field_validator,
 )
 
-from ._yaml import Loc, line_for
+from .yaml_lines import Loc, line_for
 
 RuleValue = bool | int | float | str | tuple[bool | int | float | str, ...]
 IDENT = r"^[a-z][a-z0-9_]*$"

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..agent import Agent, Trace
 from ..agent.loop import Episode, drive
-from ..agent.parsing import _balanced_end
+from ..agent.parsing import balanced_end
 from ..agent.tool_runner import ToolRunner
 from ..harness import Harness, load_harness
 from ..harness.harness import import_object
@@ -240,7 +240,7 @@ def _objects(text: str, max_starts: int = 200) -> Generator[Any, None, None]:
         try:
             obj, end = decoder.raw_decode(text, i)
         except json.JSONDecodeError:
-            stop = _balanced_end(text, i)
+            stop = balanced_end(text, i)
             if stop is not None:
                 piece = _TRAILING_COMMA.sub(r"\1", text[i:stop])
                 for load in (json.loads, ast.literal_eval):

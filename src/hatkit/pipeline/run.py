@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .config import PipelineConfig
 from .estimate import Estimate, estimate
-from .stages import Progress, RunDir, Stage, plan, run_stage
+from .report import write_report
+from .stages import Progress, RunDir, Stage, plan, run_stage_outputs
 
 
 class RunMismatchError(ValueError):
@@ -48,3 +51,18 @@ def run_pipeline(cfg: PipelineConfig, root: Path, *,
         if on_end:
             on_end(stage, record)
     return run
+
+
+def run_stage(stage: Stage, run: RunDir, cfg: PipelineConfig,
+              progress: Progress | None = None) -> dict[str, Any]:
+    """Run one stage (unless it is done) and record it; returns its record."""
+    record = run.done(stage)
+    if record is not None:
+        return record
+    started = time.time()
+    outputs = (write_report(run, cfg) if stage.kind == "report"
+               else run_stage_outputs(stage, run, cfg, progress))
+    record = {"stage": stage.name, "outputs": outputs, "seconds": round(time.time() - started, 1),
+              "finished": datetime.now(UTC).isoformat(timespec="seconds")}
+    run.mark_done(stage, record)
+    return record

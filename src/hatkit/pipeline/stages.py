@@ -15,10 +15,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -205,24 +203,13 @@ def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | N
     return {"dir": str(out), "suites": {name: r.metrics for name, r in results.items()}}
 
 
-def run_stage(stage: Stage, run: RunDir, cfg: PipelineConfig,
-              progress: Progress | None = None) -> dict[str, Any]:
-    """Run one stage (unless it is done) and record it; returns its record."""
-    record = run.done(stage)
-    if record is not None:
-        return record
-    started = time.time()
+def run_stage_outputs(stage: Stage, run: RunDir, cfg: PipelineConfig,
+                      progress: Progress | None = None) -> dict[str, Any]:
+    """Run a data, train or eval stage; returns its outputs (the report stage is `run.py`'s)."""
     if stage.kind == "data":
-        outputs = _data(run, cfg, progress)
-    elif stage.kind == "train":
-        outputs = _train(stage, run, cfg, progress)
-    elif stage.kind == "eval":
-        outputs = _eval(stage, run, cfg, progress)
-    else:
-        from .report import write_report
-
-        outputs = write_report(run, cfg)
-    record = {"stage": stage.name, "outputs": outputs, "seconds": round(time.time() - started, 1),
-              "finished": datetime.now(UTC).isoformat(timespec="seconds")}
-    run.mark_done(stage, record)
-    return record
+        return _data(run, cfg, progress)
+    if stage.kind == "train":
+        return _train(stage, run, cfg, progress)
+    if stage.kind == "eval":
+        return _eval(stage, run, cfg, progress)
+    raise ValueError(f"stage {stage.name} of kind {stage.kind!r} is not run here")

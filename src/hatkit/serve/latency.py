@@ -7,8 +7,9 @@ agent      user messages through the agent loop (Agent(the domain's harness,
            Plain greedy at every concurrency; prompt lookup at concurrency 1 (it decodes a
            request alone; batched requests fall back to the plain decoder).
 domain     "domain replies": rendered harness + user question + one tool result (the domain's
-           `tool_turns`; live commerce: get_product_details' catalog JSON), `--domain-tokens` greedy tokens with and
-           without prompt lookup: tokens/s, speed-up, acceptance rate, identical output.
+           `tool_turns`; live commerce: get_product_details' catalog JSON), `--domain-tokens`
+           greedy tokens with and without prompt lookup: tokens/s, speed-up, acceptance rate,
+           identical output.
 assisted   decoding with a draft model: `--draft-model PATH` (a checkpoint folder with the same
            tokenizer), or `--draft-layers N` (the default model's first N layers as the draft,
            weights shared; no second model with SmolLM2's tokenizer is installed here, so
@@ -42,6 +43,7 @@ from hatkit.models.local import LocalModel
 from hatkit.serve.latency_http import run_url
 from hatkit.serve.memory import RssSampler, peak_rss_bytes
 from hatkit.serve.stats import pct
+
 
 def _gen_tokens(trace: Any) -> int:
     return sum(trace.segment_tokens(s) for s in ("reply", "think_reply", "think_tool", "tool_call"))

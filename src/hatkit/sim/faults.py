@@ -97,7 +97,7 @@ class FaultConfig(BaseModel):
     @classmethod
     def from_file(cls, path: Path | str) -> FaultConfig:
         """Load a YAML or JSON file; errors read `file:line: field: message`."""
-        from ..harness._yaml import YamlSyntaxError, line_for, load_with_lines
+        from ..harness.yaml_lines import YamlSyntaxError, line_for, load_with_lines
 
         path = Path(path)
         try:

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..harness._yaml import YamlSyntaxError, load_with_lines
+from ..harness.yaml_lines import YamlSyntaxError, load_with_lines
 
 STAGES = ("sft", "opd", "rl")
 

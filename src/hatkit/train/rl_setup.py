@@ -8,17 +8,15 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..domain import Domain, domain_of
 from ..harness import Harness, load_harness, resolve_harness_path
 from ..models.base import ModelOutput, ModelRequest, TokenFormat
 from .length_plan import PromptPlan
 from .rewards import LengthPenalty, RewardSpec
+from .rl_config import HatRLConfig
 from .rl_rollout import EpisodeSpec, Rollouts
-
-if TYPE_CHECKING:
-    from .rl import HatRLConfig
 
 
 def domain_for(config: HatRLConfig) -> Domain:

@@ -4,29 +4,21 @@ viewers about products, prices, stock, shipping and after-sales."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from hatkit.agent.trace import Trace
 from hatkit.domain import Domain, SafetyTrap, ToolTurn
 from hatkit.harness import Harness
 from hatkit.judge.labels import Label, LabelledItem
 from hatkit.judge.verdict import Judge, Role
+from hatkit.sim.augment import HsaData
 from hatkit.sim.oracle import OracleScript
 from hatkit.sim.truth import Question
 
 from . import questions as _questions
-
-ROOT = Path(__file__).resolve().parent
-
-
-@cache
-def _oracle_data() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load((ROOT / "data" / "oracle.yaml").read_text("utf-8"))
-    return data
+from .oracle import oracle_script
+from .variants import HSA, ROOT, rules_valid
 
 
 class LiveCommerce(Domain):
@@ -52,14 +44,11 @@ class LiveCommerce(Domain):
 )
 
     def rules_valid(self, rules: Mapping[str, Any]) -> bool:
-        """Fees positive, express above standard, return windows of at least a week."""
-        def num(k: str, default: float) -> float:
-            return float(rules.get(k, default))
-        return (num("standard_shipping_fee", 1) > 0 and num("free_shipping_threshold", 1) > 0
-                and num("express_shipping_fee", 1e9) > num("standard_shipping_fee", 0)
-                and 7 <= num("return_window_days", 7) <= num("extended_return_days", 1e9)
-                and num("electronics_return_days", 7) >= 7 and num("reply_max_chars", 160) >= 160
-                and 0 < num("max_coupon_percent", 1) <= 100)
+        return rules_valid(rules)
+
+    @property
+    def hsa(self) -> HsaData:
+        return HSA
 
     def questions(self, rules: Mapping[str, Any], *, n: int, seed: int, split: str,
                   locale: str = "en", categories: Sequence[str] | None = None) -> list[Question]:
@@ -70,9 +59,7 @@ class LiveCommerce(Domain):
         return _questions.with_rules(question, rules)
 
     def oracle_script(self) -> OracleScript:
-        d = _oracle_data()
-        return OracleScript(with_rules=_questions.with_rules, think=d["think"],
-                            unavailable=d["unavailable"], greeting=d["greeting"])
+        return oracle_script()
 
     def judge(self, judge_harness: Harness | str | Path | None = None, role: Role = "eval") -> Judge:
         from .rubric.programmatic import ProgrammaticJudge

@@ -3,23 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from hatkit.agent.trace import Trace
-from hatkit.judge.verdict import Evidence
+from hatkit.judge.verdict import Evidence, Role
 
+from ._config import _Config
 from ._episode import _Scope
 from ._facts import _Agent, _ProductFacts
 from .claims import Claim
 
-if TYPE_CHECKING:
-    from .programmatic import ProgrammaticJudge
+
+class _JudgeView(Protocol):
+    """What the checks read of the judge running them (ProgrammaticJudge provides it)."""
+
+    name: str
+    judge_hash: str
+    role: Role
+    config: _Config
+
+    def _lines(self, trace: Trace) -> tuple[str, ...]: ...
 
 
 class _RunBase:
     """One judgement's evidence and what the episode has established."""
 
-    def __init__(self, judge: ProgrammaticJudge, agent: _Agent, trace: Trace) -> None:
+    def __init__(self, judge: _JudgeView, agent: _Agent, trace: Trace) -> None:
         self.j, self.a, self.t, self.cfg = judge, agent, trace, judge.config
         self.lex = agent.state.lexicon
         self.scope = _Scope()

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hatkit.agent import Agent, InlineToolRunner, Trace, drive
-from hatkit.harness import Harness
+from hatkit.harness import Harness, load_harness
 from hatkit.harness.hooks import ClaimRequiresTool
 from hatkit.judge.labels import LabelledItem, turn_replies
 from hatkit.models.scripted import ScriptedModel
@@ -39,10 +39,11 @@ from hatkit.sim.runner import ask_all
 from hatkit.sim.truth import Question, reply_states_facts, violations
 
 from ..catalog import load_catalog
-from ..domain import DOMAIN
 from ..facts import money
+from ..oracle import oracle
 from ..questions import generate_questions, with_rules
 from ..templates import CONDITIONS
+from ..variants import HARNESS_DIR, HSA
 from .reference import ACCURACY_PLANTS, EFFECTIVENESS_PLANTS, reference_labels
 
 PLANT_KINDS = ("wrong_price", "price_without_tool", "stale_rule", "medical_claim", "obeyed_injection",
@@ -64,21 +65,21 @@ def _variant_root() -> Path:
 def variant_harnesses(count: int, seed: int, family: str = "train",
                       workdir: Path | None = None) -> list[Harness]:
     """The default harness and `count` seeded variants of `family` (made once per process)."""
-    out = [DOMAIN.harness()]
+    out = [load_harness(HARNESS_DIR)]
     for i in range(count):
         vseed = seed * 1000 + i
         key = (family, vseed, str(workdir))
         if key not in _VARIANTS:
             dest = (workdir or _variant_root()) / f"{family}_{vseed}"
-            _VARIANTS[key] = variant_folder(DOMAIN.harness_dir, dest, family=family, seed=vseed,
-                                            hsa=DOMAIN.hsa)
+            _VARIANTS[key] = variant_folder(HARNESS_DIR, dest, family=family, seed=vseed,
+                                            hsa=HSA)
         out.append(_VARIANTS[key])
     return out
 
 
 # ---- oracle episodes ---------------------------------------------------------------------------
 def _run(harness: Harness, locale: str, questions: Sequence[Question], ids: Sequence[str]) -> list[Trace]:
-    agent = Agent(harness, DOMAIN.oracle(harness, questions), locale=locale, tool_runner=InlineToolRunner())
+    agent = Agent(harness, oracle(harness, questions), locale=locale, tool_runner=InlineToolRunner())
     episodes = [agent.episode(episode_id=i) for i in ids]
     drive(agent.model, [ask_all(e, [t.text for t in q.turns])
                         for e, q in zip(episodes, questions, strict=True)])
@@ -174,8 +175,8 @@ _STALE_DAYS = ("return_window_days", "extended_return_days", "electronics_return
 
 
 def _stale_rule(c: _Ctx) -> tuple[str, str] | None:
-    fam = DOMAIN.hsa.family("train")
-    base = DOMAIN.harness().rules
+    fam = HSA.family("train")
+    base = load_harness(HARNESS_DIR).rules
     for rule in (*_STALE_MONEY, *_STALE_DAYS):
         cur = c.harness.rules.get(rule)
         if cur is None:
