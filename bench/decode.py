@@ -45,7 +45,7 @@ from _common import BenchFailed, check_work, tiny_local_model
 
 from hatkit import __version__
 from hatkit.agent import Agent
-from hatkit.demo import SAMPLE_QUESTIONS
+from hatkit.domain import get_domain
 from hatkit.harness import load_harness
 from hatkit.models.decoding import decode_batch
 from hatkit.models.local import LocalModel
@@ -54,6 +54,9 @@ from hatkit.models.precision import int8_linear
 BENCH = "decode"
 GOALS = {"int8_speedup_bs1": 1.8, "int8_speedup_bs8": 2.0, "hatkit_fp32_bs8_share": 0.6,
          "hatkit_int8_bs8_share": 0.6}
+
+SAMPLE = list(get_domain().sample_messages)
+"""The default domain's sample user messages (what the demo asks)."""
 
 
 def bandwidth(mb: int) -> float:
@@ -98,7 +101,7 @@ def prompts(model: LocalModel, n: int) -> tuple[list[int], list[list[int]]]:
     agent = Agent(load_harness("live_commerce"), model)
     prefix: list[int] = []
     suffixes = []
-    for q in (SAMPLE_QUESTIONS * 2)[:n]:
+    for q in (SAMPLE * 2)[:n]:
         req = next(agent.episode().ask(q))
         ids = list(req.prompt_ids or [])
         prefix = ids[: req.prefix_len]

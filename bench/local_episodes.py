@@ -30,12 +30,15 @@ from _common import check_episodes, check_work, tiny_local_model
 from hatkit import __version__
 from hatkit.agent import Agent
 from hatkit.agent.trace import Trace
-from hatkit.demo import SAMPLE_QUESTIONS
+from hatkit.domain import get_domain
 from hatkit.harness import load_harness
 from hatkit.models.base import ModelOutput, ModelRequest
 from hatkit.models.local import LocalModel, TextSink
 
 BENCH = "local_episodes"
+
+SAMPLE = list(get_domain().sample_messages)
+"""The default domain's sample user messages (what the demo asks)."""
 
 
 class GenerateModel(LocalModel):
@@ -96,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.smoke:
         args.questions, args.max_new_tokens = min(args.questions, 2), min(args.max_new_tokens, 8)
-    questions = SAMPLE_QUESTIONS[: max(1, min(args.questions, len(SAMPLE_QUESTIONS)))]
+    questions = SAMPLE[: max(1, min(args.questions, len(SAMPLE)))]
 
     import torch
 

@@ -36,7 +36,7 @@ def gguf(
     from ..export.companions import write_companions
     from ..export.gguf_export import ExportError, export_gguf
     from ..models.default_model import DefaultModelError
-    from ..train.checkpoint import resolve_model
+    from ..train import resolve_model
 
     loaded = _load(harness)
     if out.suffix != ".gguf":

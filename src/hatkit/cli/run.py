@@ -78,7 +78,7 @@ def run_cmd(
     from ..evals.episodes import BackendFailed
     from ..models.default_model import DefaultModelError
     from ..pipeline import PipelineConfigError, RunMismatchError, load_pipeline_config, prepare, run_pipeline
-    from ..train.length_plan import TruncationRefused
+    from ..train import TruncationRefused
 
     _quiet_libraries()
     overrides = {"base_model": base_model} if base_model else None

@@ -26,7 +26,7 @@ def bench_latency(ctx: typer.Context) -> None:
     """Turn latency (p50/p95/p99, first token, tokens/s, peak RSS) at concurrency 1-8, and
     greedy vs prompt-lookup vs draft-model decoding (--draft-model PATH). Options are passed
     through: `hatkit bench latency -- --help`."""
-    from ..serve.latency import main as latency_main
+    from ..serve import latency_main
 
     latency_main(list(ctx.args))
 
@@ -55,7 +55,7 @@ def serve_cmd(
 ) -> None:
     """Serve the harness agent over HTTP: OpenAI-compatible chat completions, live messages,
     health, Prometheus metrics, bounded concurrency and harness hot swap."""
-    from ..serve.app import serve
+    from ..serve import serve
 
     releases: dict[str, str | Harness] = {}
     for item in release or []:
@@ -63,7 +63,7 @@ def serve_cmd(
         if not sep or not name or not folder:
             raise _fail(f"--release expects NAME=DIR, got '{item}'")
         releases[name] = _load(folder)
-    from ..serve.streaming import STREAM_POLICIES
+    from ..serve import STREAM_POLICIES
 
     if stream_policy not in STREAM_POLICIES:
         raise _fail(f"--stream-policy must be one of {', '.join(STREAM_POLICIES)}")

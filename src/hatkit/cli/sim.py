@@ -112,7 +112,7 @@ def data_build(
 
     from ..models.chat_format import ChatTemplateFormat
     from ..models.default_model import ensure_default_model
-    from ..train.dataset import BuildSettings, build_datasets
+    from ..train import BuildSettings, build_datasets
 
     if fmt not in ("parquet", "jsonl"):
         raise _fail("--format must be parquet or jsonl")

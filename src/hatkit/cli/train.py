@@ -10,7 +10,6 @@ merge of a ZeRO-3/FSDP-sharded model is not handled). Tested on CPU: two gloo ra
 
 from __future__ import annotations
 
-from importlib import import_module
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,8 +40,7 @@ def run_stage(stage: str, config_file: Path | None, profile: str, sets: list[str
     """Load the config, train with a rich progress bar, print the length plan (what the
     length limits cut; SFT refuses a plan that cuts trained tokens) and the final metrics."""
     from ..models.default_model import DefaultModelError
-    from ..train.checkpoint import finished_checkpoint, read_meta
-    from ..train.config import ConfigError, load_config, parse_overrides
+    from ..train import ConfigError, finished_checkpoint, load_config, parse_overrides, read_meta, train_stage
 
     try:
         overrides = parse_overrides(sets or [])
@@ -52,7 +50,7 @@ def run_stage(stage: str, config_file: Path | None, profile: str, sets: list[str
         raise _fail(f"stage {stage} is not available: {exc}") from None
     except ConfigError as exc:
         raise _fail(str(exc)) from None
-    module = import_module(f"hatkit.train.{stage}")
+    train = train_stage(stage)
     _quiet_library_bars()
     _say(f"[bold]{stage}[/] profile={profile} model={config.model} -> {config.output_dir}")
     if resume and (done := finished_checkpoint(str(config.output_dir))) is not None:
@@ -60,8 +58,8 @@ def run_stage(stage: str, config_file: Path | None, profile: str, sets: list[str
     bar, update = _progress_bar(f"training {stage}")
     try:
         with bar:
-            final: Path = module.train(config, resume=resume, progress=update,
-                                       on_plan=lambda plan: console.print(plan.table()))
+            final: Path = train(config, resume=resume, progress=update,
+                                on_plan=lambda plan: console.print(plan.table()))
     except (FileNotFoundError, ValueError, DefaultModelError) as exc:
         raise _fail(str(exc)) from None
     meta = read_meta(final) or {}

@@ -61,7 +61,7 @@ def write_companions(out: Path, checkpoint: Path, harness: Harness,
     template has a tools section, the rule LocalModel applies)."""
     from transformers import AutoTokenizer
 
-    from ..train.checkpoint import read_meta
+    from ..train import read_meta
 
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     template = str(getattr(tokenizer, "chat_template", "") or "")

@@ -40,7 +40,7 @@ def _get(config: Any, name: str, default: float) -> float:
 
 
 def _train_seconds(stage_name: str, cfg: PipelineConfig) -> tuple[float, str]:
-    from ..train.config import load_config
+    from ..train import load_config
 
     config = load_config(stage_name, None, cfg.profile, dict(cfg.train.get(stage_name, {})))  # type: ignore[call-overload]
     steps = _get(config, "max_steps", 10)

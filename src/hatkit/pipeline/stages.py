@@ -12,7 +12,6 @@ trained token is cut; the length plan of every training stage goes into its reco
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from ..domain import get_domain
 from .config import PipelineConfig
 
 if TYPE_CHECKING:
-    from ..train.length_plan import LengthPlan
+    from ..train import LengthPlan
 
 Progress = Callable[[int, int], None]
 
@@ -116,7 +115,7 @@ DATA = Stage("data", "data")
 def train_config(stage: Stage, run: RunDir, cfg: PipelineConfig) -> Any:
     """A training stage's config: its profile, the pipeline's overrides, this run's folders;
     SFT's max_length fitted to the longest row unless the pipeline config names one."""
-    from ..train.config import load_config
+    from ..train import load_config
 
     row = stage.row
     assert row is not None and row.stage is not None and row.parent is not None
@@ -134,7 +133,7 @@ def train_config(stage: Stage, run: RunDir, cfg: PipelineConfig) -> Any:
         overrides.setdefault("harness", str(get_domain(cfg.domain).harness_dir))
     config = load_config(row.stage, None, cfg.profile, overrides)
     if row.stage == "sft" and "max_length" not in cfg.train.get("sft", {}):
-        from ..train.sft import fit_max_length, read_rows
+        from ..train import fit_max_length, read_rows
 
         config.max_length = fit_max_length(read_rows(config))
     return config
@@ -144,17 +143,18 @@ def sft_length_plan(stage: Stage, run: RunDir, cfg: PipelineConfig) -> LengthPla
     """What an SFT stage's max_length cuts, once the data is built (None otherwise)."""
     if stage.row is None or stage.row.stage != "sft" or run.done(DATA) is None:
         return None
-    from ..train.sft import length_plan
+    from ..train import length_plan
 
     return length_plan(train_config(stage, run, cfg))
 
 
 def _train(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
     assert stage.row is not None
-    module = importlib.import_module(f"hatkit.train.{stage.row.stage}")
+    from ..train import train_stage
+
     plans: list[Any] = []
-    checkpoint = module.train(train_config(stage, run, cfg), resume=True, progress=progress,
-                              on_plan=plans.append)
+    train = train_stage(str(stage.row.stage))
+    checkpoint = train(train_config(stage, run, cfg), resume=True, progress=progress, on_plan=plans.append)
     outputs: dict[str, Any] = {"checkpoint": str(checkpoint)}
     if plans:
         outputs["length_plan"] = plans[-1].record()
@@ -165,8 +165,7 @@ def _data(run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[s
     from transformers import AutoTokenizer
 
     from ..models.chat_format import ChatTemplateFormat
-    from ..train.checkpoint import resolve_model
-    from ..train.dataset import BuildSettings, build_datasets
+    from ..train import BuildSettings, build_datasets, resolve_model
 
     source = resolve_model(cfg.base_model)
     fmt = ChatTemplateFormat(AutoTokenizer.from_pretrained(source), native_tools=False)
@@ -191,7 +190,7 @@ def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | N
     from ..models.select import load_model
 
     assert stage.row is not None
-    from ..train.checkpoint import resolve_model
+    from ..train import resolve_model
 
     spec = run.model_path(stage.row, cfg.base_model)
     model = load_model(spec if spec == "local" else str(resolve_model(spec)))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 
+from hatkit.agent.trace import ok_record
 from hatkit.judge.verdict import Evidence
 
 from ._ask import _AskReader, _blank
 from ._episode import _Turn
 from ._facts import _ProductFacts
 from .claims import Claim, cents, find_products, money_values
-from .state import ok_record
 
 _HONEST = re.compile(r"can(?:'|no)t check|not able to check|try again|human (?:colleague|agent)|"
                      r"查不到|稍后再试|人工客服", re.I)

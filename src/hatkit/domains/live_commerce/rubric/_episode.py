@@ -9,10 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hatkit.agent.trace import ToolRecord, Trace
+from hatkit.agent.trace import ToolRecord, Trace, ok_record
 
 from .claims import cents, money_values, percent_values
-from .state import ok_record
 
 PRICE_TOOLS = frozenset({"search_products", "get_product_details", "get_promotions", "apply_coupon",
                          "get_shipping_info"})

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from hatkit.agent.trace import Trace
+from hatkit.agent.trace import Trace, ok_record
 from hatkit.harness import Harness, load_harness
 from hatkit.judge.verdict import Evidence, ItemScore, Role, Verdict
 
@@ -27,7 +27,7 @@ from ._episode import PRICE_TOOLS, _turns
 from ._facts import _Agent
 from ._rubric import _RubricChecks
 from .claims import cents, extract_claims, find_products, money_values
-from .state import JudgeState, catalog_of, ok_record
+from .state import JudgeState, catalog_of
 
 __all__ = ["JUDGE_HARNESS", "PRICE_TOOLS", "ProgrammaticJudge"]
 
