@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import git
 
+from hatkit.domains.live_commerce import DOMAIN as LC
 from hatkit.domains.live_commerce.rubric.planted import build_labelled_set
 from hatkit.domains.live_commerce.rubric.programmatic import JUDGE_HARNESS, ProgrammaticJudge
 from hatkit.evolve.confirm import ConfirmGate
@@ -34,11 +35,11 @@ def test_judge_threshold_is_calibrated_and_released(tmp_path: Path, items: tuple
         git(judge.parent, *args)
     before = agreement_summary(ProgrammaticJudge(load_harness(judge)), cal)
     gate = ConfirmGate(Journal(tmp_path / "run" / "journal.jsonl"), "auto")
-    releases = evolve_judge(judge, tmp_path / "run", cal, held, JudgeThresholdProposer(), gate)
+    releases = evolve_judge(judge, tmp_path / "run", cal, held, JudgeThresholdProposer(), gate, domain=LC)
     after = agreement_summary(ProgrammaticJudge(load_harness(judge)), cal)
     assert releases and after["by_category"]["effectiveness"] > before["by_category"]["effectiveness"]
     assert after["by_category"]["accuracy"] >= before["by_category"]["accuracy"]
     rel = Journal(tmp_path / "run" / "journal.jsonl").records("release")
     assert "heldout" in rel[0]
     with pytest.raises(ValueError, match="disjoint"):
-        evolve_judge(judge, tmp_path / "run2", cal, cal[:3], JudgeThresholdProposer(), gate)
+        evolve_judge(judge, tmp_path / "run2", cal, cal[:3], JudgeThresholdProposer(), gate, domain=LC)

@@ -253,6 +253,28 @@ def test_rule_values_of_another_harness_are_caught(judge: ProgrammaticJudge,
     assert judge.judge(trace, default).accuracy == 1.0
 
 
+def test_stale_values_are_those_of_the_variants_own_base(judge: ProgrammaticJudge, tmp_path: Path) -> None:
+    """A variant of an edited base: the base's value is reported as stale, the shipped harness's
+    (which this agent never ran under) only as wrong."""
+    import yaml
+
+    base_dir = tmp_path / "base"
+    shutil.copytree(load_harness("live_commerce").root, base_dir)
+    spec = yaml.safe_load((base_dir / "harness.yaml").read_text())
+    spec["rules"]["standard_shipping_fee"] = 5.49
+    (base_dir / "harness.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    variant = make_variant(base_dir, tmp_path / "v3", family="train", hsa=LC.hsa, seed=3)
+    assert variant.rules["standard_shipping_fee"] == 4.99
+    ship = cases_of(variant, "stock_shipping")
+    trace, _, _ = next(c for c in ship if "$4.99" in c[0].final_reply)
+    from_base = judge.judge(with_reply(trace, trace.final_reply.replace("$4.99", "$5.49")), variant)
+    [bad] = [e for e in failed(from_base) if e.claim == "$5.49"]
+    assert "stale" in bad.expected
+    from_shipped = judge.judge(with_reply(trace, trace.final_reply.replace("$4.99", "$6.99")), variant)
+    [bad] = [e for e in failed(from_shipped) if e.claim == "$6.99"]
+    assert "$4.99" in bad.expected and "stale" not in bad.expected
+
+
 @pytest.mark.parametrize(("locale", "claim", "phrase"), [
     ("en", " It also cures acne!", "cures acne"), ("zh", "还能根治痘痘！", "根治")])
 def test_a_medical_claim_is_caught(judge: ProgrammaticJudge, clean: list[Case], harnesses: list[Harness],

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import git
 
+from hatkit.domains.live_commerce import DOMAIN as LC
 from hatkit.domains.live_commerce.rubric.programmatic import ProgrammaticJudge
 from hatkit.evolve.config import EvolveConfig
 from hatkit.evolve.confirm import ConfirmGate
@@ -17,7 +18,6 @@ from hatkit.evolve.journal import Journal
 from hatkit.evolve.loop import EvolveLoop
 from hatkit.evolve.proposers import ProposalContext
 from hatkit.harness import resolve_harness_path
-from hatkit.sim.oracle import OraclePolicy
 
 DISABLED = "get_promotions"
 
@@ -58,5 +58,5 @@ def waiting_loop(harness: Path, run_dir: Path) -> EvolveLoop:
     config = EvolveConfig(dev_n=20, regression_n=20, approve="wait", patience=1, min_cluster=1,
                           max_rounds=2)
     gate = ConfirmGate(Journal(run_dir / "journal.jsonl"), "wait", poll_s=0.05, timeout_s=120)
-    return EvolveLoop(harness, run_dir, policy=OraclePolicy, judge=ProgrammaticJudge(role="eval"),
+    return EvolveLoop(harness, run_dir, policy=LC.oracle, judge=ProgrammaticJudge(role="eval"),
                       proposer=ReEnable(harness), gate=gate, config=config)

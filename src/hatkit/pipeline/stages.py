@@ -143,7 +143,7 @@ def sft_length_plan(stage: Stage, run: RunDir, cfg: PipelineConfig) -> LengthPla
     """What an SFT stage's max_length cuts, once the data is built (None otherwise)."""
     if stage.row is None or stage.row.stage != "sft" or run.done(DATA) is None:
         return None
-    from ..train import length_plan
+    from ..train import sft_length_plan as length_plan
 
     return length_plan(train_config(stage, run, cfg))
 

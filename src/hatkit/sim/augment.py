@@ -409,7 +409,9 @@ def make_variant(base: Path | str, dest: Path, *, family: FamilySettings | str, 
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
-    record = {"base": base_name, "base_hash": content_hash(src), "family": fam.name, "seed": seed,
+    base_rules = dict((yaml.safe_load((src / "harness.yaml").read_text("utf-8")) or {}).get("rules") or {})
+    record = {"base": base_name, "base_hash": content_hash(src), "base_rules": base_rules,
+              "family": fam.name, "seed": seed,
               "name": harness.name, "content_hash": harness.content_hash, "operators": applied,
               "tools": canonical_tool_names(harness), "skills": {v: k for k, v in w.skills.items()}}
     provenance_path(dest).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", "utf-8")
@@ -429,6 +431,16 @@ def make_variants(base: Path | str, out_dir: Path, *, family: FamilySettings | s
 def canonical_tool_names(h: Harness) -> dict[str, str]:
     """Visible tool name -> function (canonical) name, for every tool of the harness."""
     return {name: t.canonical for name, t in h.tools.items()}
+
+
+def base_rules(h: Harness) -> Mapping[str, Any] | None:
+    """The rules of the harness a variant was made from (None for a harness that is no
+    variant, or a variant recorded before base rules were kept)."""
+    try:
+        rules = read_provenance(h).get("base_rules")
+    except (OSError, ValueError):
+        return None
+    return dict(rules) if isinstance(rules, dict) else None
 
 
 def read_provenance(h: Harness | Path) -> dict[str, Any]:

@@ -15,32 +15,20 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .checkpoint import (
-        finished_checkpoint as finished_checkpoint,
-    )
-    from .checkpoint import (
-        read_meta as read_meta,
-    )
-    from .checkpoint import (
-        resolve_model as resolve_model,
-    )
-    from .config import (
-        ConfigError as ConfigError,
-    )
-    from .config import (
-        load_config as load_config,
-    )
-    from .config import (
-        parse_overrides as parse_overrides,
-    )
+if TYPE_CHECKING:  # the names below, for type checkers (at run time __getattr__ loads them)
+    from .checkpoint import finished_checkpoint as finished_checkpoint
+    from .checkpoint import read_meta as read_meta
+    from .checkpoint import resolve_model as resolve_model
+    from .config import ConfigError as ConfigError
+    from .config import load_config as load_config
+    from .config import parse_overrides as parse_overrides
     from .dataset import BuildSettings as BuildSettings
     from .dataset import build_datasets as build_datasets
     from .length_plan import LengthPlan as LengthPlan
     from .length_plan import TruncationRefused as TruncationRefused
     from .rl_config import HatRLConfig as HatRLConfig
     from .sft import fit_max_length as fit_max_length
-    from .sft import length_plan as length_plan
+    from .sft import length_plan as sft_length_plan
     from .sft import read_rows as read_rows
 
 _EXPORTS = {
@@ -49,11 +37,15 @@ _EXPORTS = {
     "LengthPlan": "length_plan", "TruncationRefused": "length_plan",
     "HatRLConfig": "rl_config",
     "finished_checkpoint": "checkpoint", "read_meta": "checkpoint", "resolve_model": "checkpoint",
-    "fit_max_length": "sft", "length_plan": "sft", "read_rows": "sft",
+    "fit_max_length": "sft", "sft_length_plan": "sft:length_plan", "read_rows": "sft",
 }
 STAGES = ("sft", "opd", "rl")
 
-__all__ = [*sorted(_EXPORTS), "STAGES", "train_stage"]
+__all__ = [
+    "STAGES", "BuildSettings", "ConfigError", "HatRLConfig", "LengthPlan", "TruncationRefused",
+    "build_datasets", "finished_checkpoint", "fit_max_length", "load_config", "parse_overrides",
+    "read_meta", "read_rows", "resolve_model", "sft_length_plan", "train_stage",
+]
 
 
 def train_stage(stage: str) -> Callable[..., Any]:
@@ -66,5 +58,6 @@ def train_stage(stage: str) -> Callable[..., Any]:
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        module, _, attr = _EXPORTS[name].partition(":")
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,6 +9,7 @@ from typing import Any
 
 from hatkit.harness import load_harness
 
+from ..variants import HARNESS_DIR
 from ._episode import PRICE_TOOLS
 from ._facts import _Agent, _ProductFacts
 from ._run import _RunBase
@@ -24,10 +25,10 @@ _RULE_CLASS = re.compile(r"most items|standard|extended|electronics|大部分|�
 
 
 @lru_cache(maxsize=1)
-def _reference_rules() -> Mapping[str, Any]:
-    """The shipped agent harness's rules: a claimed rule value equal to one of these but not to
-    the judged agent's is reported as a stale rule from another harness."""
-    return dict(load_harness("live_commerce").rules)
+def shipped_rules() -> Mapping[str, Any]:
+    """The shipped agent harness's rules: the stale-rule reference of a harness that is no
+    variant (a variant's reference is its own base's rules, from its provenance)."""
+    return dict(load_harness(HARNESS_DIR).rules)
 
 
 def _near(v: int, allowed: Iterable[int], tol: int) -> bool:
@@ -122,7 +123,7 @@ class _AccuracyChecks(_RunBase):
         self.chk(c, ok, "" if ok else expected, source)
 
     def _stale(self, v: int, names: Iterable[str], as_money: bool = True) -> str:
-        ref = _reference_rules()
+        ref = self.a.reference_rules
         for n in names:
             x = ref.get(n)
             if isinstance(x, int | float) and (cents(float(x)) if as_money else int(x) * 100) == v \

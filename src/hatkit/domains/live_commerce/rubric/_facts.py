@@ -39,6 +39,9 @@ class _Agent:
     fallback: str
     cap: float
     default_locale: str
+    reference_rules: Mapping[str, Any] = field(default_factory=dict)
+    """The rules of the harness this one was derived from (a variant's base; else the shipped
+    harness's): a claimed value equal to one of these but not to the agent's own is stale."""
     facts: dict[str, _ProductFacts] = field(default_factory=dict)
 
     @property

@@ -19,8 +19,9 @@ from pathlib import Path
 from hatkit.agent.trace import Trace, ok_record
 from hatkit.harness import Harness, load_harness
 from hatkit.judge.verdict import Evidence, ItemScore, Role, Verdict
+from hatkit.sim.augment import base_rules
 
-from ._accuracy import _AccuracyChecks
+from ._accuracy import _AccuracyChecks, shipped_rules
 from ._config import _Config
 from ._effectiveness import _EffectivenessChecks
 from ._episode import PRICE_TOOLS, _turns
@@ -46,7 +47,8 @@ class ProgrammaticJudge:
         self.judge_hash = self.harness.content_hash
         self.name = f"programmatic:{self.harness.name}@{self.harness.short_hash}"
         self.config = _Config.of(self.harness)
-        self._agents: dict[str, _Agent] = {}
+        self._agents: dict[tuple[str, str], _Agent] = {}
+        """By content hash and folder: two variants can share content but not their base."""
         self._system_lines: dict[str, tuple[str, ...]] = {}
 
     @property
@@ -56,7 +58,8 @@ class ProgrammaticJudge:
                 "effectiveness": self.config.num("effectiveness_pass")}
 
     def _agent(self, h: Harness) -> _Agent:
-        hit = self._agents.get(h.content_hash)
+        key = (h.content_hash, str(h.root))
+        hit = self._agents.get(key)
         if hit is None:
             if len(self._agents) >= 512:  # RL over many harness variants: keep memory bounded
                 self._agents.clear()
@@ -64,9 +67,10 @@ class ProgrammaticJudge:
                             tool_names={v: t.canonical for v, t in h.tools.items()},
                             agent_harness_name=h.name, agent_harness_hash=h.content_hash)
             limit = h.rules.get("reply_max_chars") or self.config.rules.get("reply_max_chars_default", 320)
-            hit = self._agents[h.content_hash] = _Agent(
+            hit = self._agents[key] = _Agent(
                 st, {t.canonical: v for v, t in h.tools.items()}, int(limit), h.spec.fallback_reply.strip(),
-                float(h.rules.get("max_coupon_percent", 100)), h.spec.locale)
+                float(h.rules.get("max_coupon_percent", 100)), h.spec.locale,
+                base_rules(h) or shipped_rules())
         return hit
 
     def _lines(self, trace: Trace) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from ..templates import CONDITIONS
 
 ACCURACY_PLANTS = frozenset({"wrong_price", "price_without_tool", "stale_rule", "medical_claim",
                              "obeyed_injection"})
-"""Planted kinds that make a reply state something wrong (see hatkit.judge.planted)."""
+"""Planted kinds that make a reply state something wrong (see `planted`)."""
 EFFECTIVENESS_PLANTS = frozenset({"missing_fact", "too_long", "persona_break"})
 """Planted kinds that make a reply fail the viewer without stating anything wrong."""
 
