@@ -84,6 +84,12 @@ def _progress_bar(label: str) -> tuple[Progress, Callable[[int, int], None]]:
 
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)]
-HarnessOpt = Annotated[str, typer.Option(help="Harness folder or shipped name.")]
+HarnessOpt = Annotated[str | None, typer.Option(
+    help="Harness folder or shipped name (default: the --domain's own harness).")]
+
+
+def _harness_for(harness: str | None, domain: str | None) -> Harness:
+    """The harness named, else the domain's default harness."""
+    return _load(harness) if harness else _load(str(_domain(domain).harness_dir))
 LocaleOpt = Annotated[str | None, typer.Option(help="Render another shipped locale, e.g. zh.")]
 

@@ -14,11 +14,13 @@ from ..agent.render import trace_lines, trace_summary
 from ..models.default_model import DefaultModelError
 from ..models.select import load_model
 from ._common import (
+    DomainOpt,
     HarnessOpt,
     LocaleOpt,
     ModelOpt,
+    _domain,
     _fail,
-    _load,
+    _harness_for,
     _say,
     app,
     console,
@@ -26,8 +28,8 @@ from ._common import (
 )
 
 
-def _agent(harness: str, model: str, locale: str | None) -> Agent:
-    h = _load(harness)
+def _agent(harness: str | None, model: str, locale: str | None, domain: str | None = None) -> Agent:
+    h = _harness_for(harness, domain)
     try:
         with err.status("loading the model..."):
             backend = load_model(model)
@@ -38,9 +40,11 @@ def _agent(harness: str, model: str, locale: str | None) -> Agent:
 
 @app.command("demo")
 def demo(
-    harness: HarnessOpt = "live_commerce",
+    harness: HarnessOpt = None,
+    domain: DomainOpt = None,
     question: Annotated[list[str] | None, typer.Option(
-        "--question", "-q", help="A viewer question (repeat for several); default: 10 samples.")] = None,
+        "--question", "-q", help="A user message (repeat for several); default: the domain's samples.",
+    )] = None,
     model: ModelOpt = "local",
     locale: LocaleOpt = None,
     show_prompt: Annotated[bool, typer.Option(help="Print the rendered system prompt.")] = False,
@@ -48,9 +52,9 @@ def demo(
     """Quick start: viewer questions through the agent loop, with tool calls and latency."""
     from ..demo import run_demo
 
-    _load(harness)
+    h = _harness_for(harness, domain)
     try:
-        run_demo(harness, question, model, locale, show_prompt, console=console)
+        run_demo(h.root, question, model, locale, show_prompt, console=console, domain=_domain(domain, h))
     except (DefaultModelError, ValueError) as exc:
         raise _fail(str(exc)) from None
 
@@ -58,13 +62,14 @@ def demo(
 @app.command("ask")
 def ask(
     question: Annotated[str, typer.Argument(help="The viewer message.")],
-    harness: HarnessOpt = "live_commerce",
+    harness: HarnessOpt = None,
+    domain: DomainOpt = None,
     model: ModelOpt = "local",
     locale: LocaleOpt = None,
     trace: Annotated[Path | None, typer.Option(help="Append the trace to this JSONL file.")] = None,
 ) -> None:
     """Answer one viewer message; print the reply and a summary of the trace."""
-    agent = _agent(harness, model, locale)
+    agent = _agent(harness, model, locale, domain)
     result = agent.run(question)
     console.print(trace_summary(result))
     if trace is not None:
@@ -75,13 +80,14 @@ def ask(
 
 @app.command("chat")
 def chat(
-    harness: HarnessOpt = "live_commerce",
+    harness: HarnessOpt = None,
+    domain: DomainOpt = None,
     model: ModelOpt = "local",
     locale: LocaleOpt = None,
     trace: Annotated[Path | None, typer.Option(help="Write the conversation's trace here on exit.")] = None,
 ) -> None:
     """Talk to the agent as a viewer; tool calls are shown as they happen. Ctrl-D to quit."""
-    agent = _agent(harness, model, locale)
+    agent = _agent(harness, model, locale, domain)
     episode = agent.episode()
     _say(f"[bold]{agent.harness.name}[/] on {agent.model.model_id}. Type a message; Ctrl-D quits.")
     while True:

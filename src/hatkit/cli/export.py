@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ._common import HarnessOpt, LocaleOpt, _fail, _load, _say, app, err
+from ._common import DomainOpt, HarnessOpt, LocaleOpt, _fail, _harness_for, _say, app, err
 
 export_app = typer.Typer(help="Export a checkpoint for another runtime.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
@@ -25,7 +25,8 @@ def gguf(
         "Weight type: f32 (exact: greedy output as hatkit's), f16 or bf16 (half the size; "
         "bf16 is exact for a bf16-trained model) or q8_0 (8-bit blocks, about a quarter). "
         "Norms stay f32."))] = "f32",
-    harness: HarnessOpt = "live_commerce",
+    harness: HarnessOpt = None,
+    domain: DomainOpt = None,
     locale: LocaleOpt = None,
 ) -> None:
     """Write OUT.gguf (llama architecture metadata, tokenizer and chat template, weights)
@@ -38,7 +39,7 @@ def gguf(
     from ..models.default_model import DefaultModelError
     from ..train import resolve_model
 
-    loaded = _load(harness)
+    loaded = _harness_for(harness, domain)
     if out.suffix != ".gguf":
         raise _fail(f"{out}: the output file must end in .gguf")
     try:

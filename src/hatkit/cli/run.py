@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..pipeline.estimate import rescale
-from ._common import _fail, _say, app, console, err
+from ._common import DomainOpt, _domain, _fail, _say, app, console, err
 
 
 def _quiet_libraries() -> None:
@@ -72,6 +72,7 @@ def run_cmd(
     fresh: Annotated[bool, typer.Option(help="Delete the run folder first instead of resuming.")] = False,
     plan_only: Annotated[bool, typer.Option("--plan", help="Print the plan and estimate, then "
                                             "stop.")] = False,
+    domain: DomainOpt = None,
 ) -> None:
     """The HAT pipeline: data -> Base -> Fixed-SFT -> HSA-SFT -> +OPD -> HAT (HSA-RL), every
     evaluation suite on every model, then runs/<id>/report.md and report.html."""
@@ -81,12 +82,15 @@ def run_cmd(
     from ..train import TruncationRefused
 
     _quiet_libraries()
-    overrides = {"base_model": base_model} if base_model else None
+    overrides: dict[str, Any] = {"base_model": base_model} if base_model else {}
+    if domain is not None:
+        overrides["domain"] = _domain(domain).name
     try:
-        cfg = load_pipeline_config(profile, config, overrides)
+        cfg = load_pipeline_config(profile, config, overrides or None)
     except PipelineConfigError as exc:
         raise _fail(str(exc)) from None
-    root = runs / (run_id or f"hat-{cfg.profile}")
+    default_id = f"hat-{cfg.profile}" + (f"-{cfg.domain}" if cfg.domain else "")
+    root = runs / (run_id or default_id)
     if fresh and root.exists():
         shutil.rmtree(root)
     try:

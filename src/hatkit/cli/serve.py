@@ -9,9 +9,11 @@ import typer
 from ..harness import Harness
 from ..models.default_model import DefaultModelError
 from ._common import (
+    DomainOpt,
     HarnessOpt,
     ModelOpt,
     _fail,
+    _harness_for,
     _load,
     app,
 )
@@ -33,7 +35,8 @@ def bench_latency(ctx: typer.Context) -> None:
 
 @app.command("serve")
 def serve_cmd(
-    harness: HarnessOpt = "live_commerce",
+    harness: HarnessOpt = None,
+    domain: DomainOpt = None,
     model: ModelOpt = "local",
     host: Annotated[str, typer.Option(help="Bind address (loopback unless --allow-remote).")] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
@@ -68,7 +71,7 @@ def serve_cmd(
     if stream_policy not in STREAM_POLICIES:
         raise _fail(f"--stream-policy must be one of {', '.join(STREAM_POLICIES)}")
     try:
-        serve(_load(harness), model, host=host, port=port, allow_remote=allow_remote,
+        serve(_harness_for(harness, domain), model, host=host, port=port, allow_remote=allow_remote,
               max_concurrency=max_concurrency, request_timeout_s=timeout, harnesses=releases or None,
               stream_policy=stream_policy, speculative=speculative,  # type: ignore[arg-type]
               draft_model=draft_model, max_history_messages=max_history_messages)
