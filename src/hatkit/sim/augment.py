@@ -69,6 +69,7 @@ class FamilySettings:
     distractor_tools_source: Path | None = None  # a tools file of plausible, unneeded tools
     distractor_skills: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     answer_list: tuple[str, ...] = ()  # headings of the list a style note is appended to
+    persona_rule: str = "host_name"  # the rule holding the persona's name (host_names replace it)
     rules_valid: Callable[[Mapping[str, Any]], bool] = field(default=lambda rules: True)
     """Whether rule values are consistent (the domain's own constraints, e.g. fees > 0)."""
 
@@ -115,6 +116,7 @@ class HsaData:
                 droppable_skills=tuple(settings.get("droppable_skills", ())),
                 distractor_tools_source=tools if tools.is_file() else None, distractor_skills=skills,
                 answer_list=tuple(settings.get("answer_list", ())), rules_valid=self.rules_valid,
+                persona_rule=str(settings.get("persona_rule", "host_name")),
                 **dict((settings.get("families") or {}).get(name) or {}))
         return ro(out)
 
@@ -322,10 +324,11 @@ def _insert_bullet(path: Path, bullet: str, headings: tuple[str, ...]) -> None:
 
 
 def persona_and_style(w: _Work, rng: random.Random) -> dict[str, Any] | None:
-    """host_name from the pool; maybe a style_note rule, listed in every system prompt."""
+    """The persona's name (the `persona_rule`) from the pool; maybe a style_note rule, listed in
+    every system prompt."""
     out: dict[str, Any] = {}
-    if "host_name" in w.rules and w.fam.host_names:
-        w.rules["host_name"] = out["host_name"] = rng.choice(w.fam.host_names)
+    if w.fam.persona_rule in w.rules and w.fam.host_names:
+        w.rules[w.fam.persona_rule] = out["host_name"] = rng.choice(w.fam.host_names)
     if w.fam.style_notes and "style_note" not in w.rules and rng.random() < w.fam.p_style_note:
         note = rng.choice(w.fam.style_notes)
         for loc in w.locales:

@@ -64,6 +64,9 @@ class OraclePolicy:
         self.format = token_format
         self.think = think
         self.turns: dict[str, tuple[Question, Turn]] = {}
+        self.followups: dict[tuple[str, str], tuple[Question, Turn]] = {}
+        """Later turns by (first message, text): two conversations may share a follow-up's
+        words ("is it late?") but not their opening."""
         self.add(questions)
 
     def add(self, questions: Iterable[Question]) -> None:
@@ -72,6 +75,7 @@ class OraclePolicy:
             q = self.script.with_rules(q, self.rules)
             for turn in q.turns:
                 self.turns[turn.text] = (q, turn)
+                self.followups[(q.turns[0].text, turn.text)] = (q, turn)
 
     def token_format(self) -> TokenFormat | None:
         return self.format
@@ -86,7 +90,9 @@ class OraclePolicy:
                       if messages[i].role == "user" and messages[i].content in self.turns), None)
         if start is None:  # not a registered question: be harmless
             return self._reply("en", self.script.greeting, "none"), False
-        question, turn = self.turns[messages[start].content]
+        first = next((m.content for m in messages if m.role == "user"), "")
+        text = messages[start].content
+        question, turn = self.followups.get((first, text)) or self.turns[text]
         loc = question.locale if question.locale in self.script.think else "en"
         done, failures, last_error = _progress(messages[start + 1:], turn.plan)
         prev = self.visible.get(turn.plan[done - 1].tool, turn.plan[done - 1].tool) if done else None

@@ -1,0 +1,30 @@
+"""The live-commerce judge's held-out error families (calibration/heldout_families.jsonl) are
+frozen: written independently of the judge's checks, they measure whether it generalises only
+as long as nobody edits them to fit. A change needs a new file, never an edit in place."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+FOLDER = Path(__file__).resolve().parents[2] / "src" / "hatkit" / "domains" / "live_commerce" / "calibration"
+FAMILIES = FOLDER / "heldout_families.jsonl"
+
+
+def test_the_file_matches_the_hash_its_readme_froze() -> None:
+    frozen = re.search(r"sha256:\s*`?([0-9a-f]{64})", (FOLDER / "README.md").read_text("utf-8"))
+    assert frozen is not None
+    assert hashlib.sha256(FAMILIES.read_bytes()).hexdigest() == frozen.group(1)
+
+
+def test_every_family_has_thirty_items_in_both_locales_and_clean_has_sixty() -> None:
+    rows = [json.loads(line) for line in FAMILIES.read_text("utf-8").splitlines()]
+    assert len({r["id"] for r in rows}) == len(rows)
+    per = Counter(r["family"] for r in rows)
+    assert len(per) >= 11 and min(per.values()) >= 30 and per["clean"] >= 60
+    for family in per:
+        assert {r["locale"] for r in rows if r["family"] == family} == {"en", "zh"}
+    assert all(set(r["labels"]) == {"accuracy", "effectiveness"} for r in rows)
