@@ -195,3 +195,56 @@ def judge_agree(
                                f"{d.note} " + "; ".join(e.claim for e in d.evidence[:3])))
 
 
+
+
+@judge_app.command("families")
+def judge_families(
+    labels: Annotated[Path, typer.Option(help="Labelled conversations (JSONL: id, family, locale, "
+                                         "messages, labels; see hatkit.judge.conversations).")],
+    domain: DomainOpt = None,
+    harness: Annotated[str | None, typer.Option(help="Harness the conversations ran under "
+                                                "(default: the domain's).")] = None,
+    judge: JudgeOpt = "",
+    out: Annotated[Path | None, typer.Option(help="Also write the table as JSON here.")] = None,
+) -> None:
+    """Agreement of the judge with labelled conversations per error family, with 95% intervals,
+    and its false alarms on the clean ones. Families written without reading the judge's
+    checks measure whether it generalises (leave-one-family-out)."""
+    import json
+
+    from ..judge.conversations import (
+        ConversationError,
+        false_alarms,
+        family_agreement,
+        judge_conversations,
+        load_conversations,
+    )
+
+    j = _judge(judge, None, "eval", domain)
+    h = _load(harness) if harness else _load(str(_domain(domain).harness_dir))
+    try:
+        convs = load_conversations(labels)
+    except (OSError, ConversationError) as exc:
+        raise _fail(str(exc)) from None
+    judged = judge_conversations(j, convs, h)
+    agreement = family_agreement(judged, j.thresholds)
+    alarms = false_alarms(judged, j.thresholds)
+    table = Table("family", "n", "accuracy agreement [95%]", "effectiveness agreement [95%]")
+    for family, dims in sorted(agreement.items(), key=lambda kv: (kv[0] == "all", kv[0])):
+        cells = []
+        for dim in ("accuracy", "effectiveness"):
+            a = dims[dim]
+            lo, hi = a.interval()
+            cells.append(f"{a.agree}/{a.n} {a.rate:.0%} [{lo:.0%}, {hi:.0%}]")
+        table.add_row(family, str(dims["accuracy"].n), *cells)
+    console.print(table)
+    lo, hi = alarms.interval()
+    _say(f"false alarms on clean conversations: {alarms.n - alarms.agree}/{alarms.n} "
+         f"({1 - alarms.rate:.0%}; pass rate interval [{lo:.0%}, {hi:.0%}]); judge {j.name}")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"judge": j.name, "judge_hash": j.judge_hash, "labels": str(labels),
+                                   "families": {f: {d: a.to_dict() for d, a in dims.items()}
+                                                for f, dims in agreement.items()},
+                                   "false_alarms": alarms.to_dict()}, indent=1, ensure_ascii=False) + "\n")
+        _say(f"written to {out}")

@@ -23,17 +23,15 @@ case, a tool category): did the episode end in a real reply after a usable tool 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..agent.trace import Trace, ok_record
 from ..domain import Domain
 from ..harness import Harness
+from ..judge.agreement import wilson
 from ..judge.verdict import Verdict
 from .cases import EvalCase, ReplyCheck
-
-Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
@@ -116,19 +114,6 @@ def episode_success(case: EvalCase, trace: Trace, verdict: Verdict, check: Reply
     if case.question is None and check.must_not_hits:
         why.append("must_not matched: " + ", ".join(check.must_not_hits[:3]))
     return Outcome(not why, "; ".join(why))
-
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (sane at 0/n and n/n, unlike the normal one);
-    (0, 1) for no trials."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
-    return lo, 1.0 if successes >= n else min(1.0, centre + half)
 
 
 def rate_with_interval(flags: list[bool], prefix: str = "success") -> dict[str, float]:

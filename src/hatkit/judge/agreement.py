@@ -5,12 +5,28 @@ round can read why the two sides differ.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .labels import Label, labels_by_trace
 from .verdict import DIMENSIONS, Evidence, Verdict
+
+Z95 = 1.959963984540054
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion (sane at 0/n and n/n, unlike the normal one);
+    (0, 1) for no trials."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
+    return lo, 1.0 if successes >= n else min(1.0, centre + half)
 
 
 @dataclass(frozen=True)
