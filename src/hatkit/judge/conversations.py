@@ -58,7 +58,7 @@ def _check(row: Any, where: str) -> tuple[LabelledConversation | None, list[str]
         errors.append(f"{where}: 'messages' must be a non-empty list")
     elif not any(m.get("role") == "assistant" and m.get("content") for m in messages if isinstance(m, dict)):
         errors.append(f"{where}: no assistant reply")
-    if errors:
+    if errors or not isinstance(messages, list) or not isinstance(labels, dict):
         return None, errors
     return LabelledConversation(
         str(row["id"]),
@@ -120,27 +120,27 @@ def to_trace(conv: LabelledConversation, harness: Harness) -> Trace:
             source="harness",
         )
     )
-    turn, pending = 0, []
+    turn = 0
+    pending: list[tuple[str, dict[str, Any]]] = []
     for m in conv.messages:
         role = m.get("role")
         if role == "user":
             trace.spans.append(Span("user", str(m.get("content", "")), turn=turn, source="viewer"))
         elif role == "assistant" and m.get("tool_calls"):
-            calls = [
-                {"name": c["name"], "arguments": dict(c.get("arguments") or {})} for c in m["tool_calls"]
-            ]
-            trace.spans.append(Span("tool_call", tool_result_text(calls), turn=turn, source="model"))
+            calls = [(str(c["name"]), dict(c.get("arguments") or {})) for c in m["tool_calls"]]
+            shown = [{"name": name, "arguments": args} for name, args in calls]
+            trace.spans.append(Span("tool_call", tool_result_text(shown), turn=turn, source="model"))
             pending += calls
             turn += 1
         elif role == "tool":
-            call = pending.pop(0) if pending else {"name": str(m.get("name", "")), "arguments": {}}
+            name, args = pending.pop(0) if pending else (str(m.get("name", "")), {})
             content = m.get("content")
-            if _is_error(content):
-                err = content["error"]
+            if isinstance(content, dict) and _is_error(content):
+                err: dict[str, Any] = content["error"]
                 trace.tool_calls.append(
                     ToolRecord(
-                        call["name"],
-                        call["arguments"],
+                        name,
+                        args,
                         None,
                         str(err.get("type", "tool_exception")),
                         str(err.get("message", "")),
@@ -148,7 +148,7 @@ def to_trace(conv: LabelledConversation, harness: Harness) -> Trace:
                     )
                 )
             else:
-                trace.tool_calls.append(ToolRecord(call["name"], call["arguments"], content, turn=turn - 1))
+                trace.tool_calls.append(ToolRecord(name, args, content, turn=turn - 1))
             trace.spans.append(Span("tool_output", tool_result_text(content), turn=turn, source="tool"))
         elif role == "assistant":
             text = str(m.get("content", ""))
