@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hatkit.pipeline import load_pipeline_config, plan, run_pipeline
+from hatkit.pipeline import ROWS, load_pipeline_config, plan, run_pipeline
 from hatkit.pipeline.table import COLUMNS, cell, fmt_cell
 from tiny import tiny_llama, tiny_tokenizer
 
@@ -75,3 +75,23 @@ def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path) -> None:
     run_pipeline(cfg, tmp_path / "run", on_start=lambda s, skipped: again.append((s.name, skipped)))
     assert all(skipped for name, skipped in again if name != "report")
     assert records == {s.name: run.stage_file(s).read_text() for s in plan() if s.kind != "report"}
+
+
+def test_pipeline_on_the_second_domain_end_to_end(tmp_path: Path) -> None:
+    """`hatkit run --domain food_delivery` in small: every stage runs on the food-delivery
+    harness, its questions and its judge, and the report has every column for every row."""
+    cfg = _config(_tiny_checkpoint(tmp_path / "base")).model_copy(update={"domain": "food_delivery"})
+    run = run_pipeline(cfg, tmp_path / "run")
+    manifest = json.loads((run.data / "manifest.json").read_text())
+    assert manifest["disjoint"]["ok"] and manifest["modes"]["hsa"]["train"]["rows"] == 3
+    rl = json.loads((run.checkpoints / "hat" / "rl_manifest.json").read_text())
+    assert all(v["name"].startswith("food_delivery") for v in rl["variants"])
+    for row_key in ("base", "fixed_sft", "hsa_sft", "opd", "hat"):
+        live = json.loads((run.eval / row_key / "live_qa.json").read_text())
+        lines = (run.eval / row_key / "live_qa.traces.jsonl").read_text().splitlines()
+        traces = [json.loads(x) for x in lines]
+        assert {t["harness_name"] for t in traces} == {"food_delivery"} and live["n"] == 1
+    md = (run.root / "report.md").read_text()
+    for label in [r.label for r in ROWS]:
+        line = next(ln for ln in md.splitlines() if ln.startswith(f"| {label} |"))
+        assert len(line.strip("|").split("|")) == len(COLUMNS) + 1
