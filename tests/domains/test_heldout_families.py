@@ -1,6 +1,7 @@
-"""The live-commerce judge's held-out error families (calibration/heldout_families.jsonl) are
-frozen: written independently of the judge's checks, they measure whether it generalises only
-as long as nobody edits them to fit. A change needs a new file, never an edit in place."""
+"""The judges' independent labelled sets are frozen (live_commerce:
+calibration/heldout_families.jsonl; food_delivery: calibration/labelled.jsonl): written without
+the judge's checks, they measure whether it generalises only as long as nobody edits them to
+fit. A change needs a new file, never an edit in place."""
 
 from __future__ import annotations
 
@@ -10,14 +11,19 @@ import re
 from collections import Counter
 from pathlib import Path
 
-FOLDER = Path(__file__).resolve().parents[2] / "src" / "hatkit" / "domains" / "live_commerce" / "calibration"
+import pytest
+
+DOMAINS = Path(__file__).resolve().parents[2] / "src" / "hatkit" / "domains"
+FOLDER = DOMAINS / "live_commerce" / "calibration"
 FAMILIES = FOLDER / "heldout_families.jsonl"
+FOOD = DOMAINS / "food_delivery" / "calibration" / "labelled.jsonl"
 
 
-def test_the_file_matches_the_hash_its_readme_froze() -> None:
-    frozen = re.search(r"sha256:\s*`?([0-9a-f]{64})", (FOLDER / "README.md").read_text("utf-8"))
+@pytest.mark.parametrize("path", [FAMILIES, FOOD], ids=["live_commerce", "food_delivery"])
+def test_the_file_matches_the_hash_its_readme_froze(path: Path) -> None:
+    frozen = re.search(r"sha256:\s*`?([0-9a-f]{64})", (path.parent / "README.md").read_text("utf-8"))
     assert frozen is not None
-    assert hashlib.sha256(FAMILIES.read_bytes()).hexdigest() == frozen.group(1)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == frozen.group(1)
 
 
 def test_every_family_has_thirty_items_in_both_locales_and_clean_has_sixty() -> None:
@@ -28,3 +34,10 @@ def test_every_family_has_thirty_items_in_both_locales_and_clean_has_sixty() -> 
     for family in per:
         assert {r["locale"] for r in rows if r["family"] == family} == {"en", "zh"}
     assert all(set(r["labels"]) == {"accuracy", "effectiveness"} for r in rows)
+
+
+def test_the_food_set_has_every_kind_in_both_locales_and_sixty_traces() -> None:
+    rows = [json.loads(line) for line in FOOD.read_text("utf-8").splitlines()]
+    per = Counter(r["family"] for r in rows)
+    assert len(rows) >= 60 and len(per) >= 10 and per["clean"] >= 25 and min(per.values()) >= 8
+    assert all({r["locale"] for r in rows if r["family"] == f} == {"en", "zh"} for f in per)

@@ -137,7 +137,8 @@ class Episode:
         self.agent = agent
         self.state = state
         h = agent.harness
-        self.trace = Trace(h.name, h.content_hash, agent.model.model_id, agent.locale)
+        self.trace = Trace(h.name, h.content_hash, agent.model.model_id, agent.locale,
+                           permissions=sorted(agent.permissions))
         if episode_id:
             self.trace.episode_id = episode_id
         self.messages: list[ChatMessage] = [agent.system]

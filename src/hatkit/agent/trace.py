@@ -90,6 +90,8 @@ class Trace:
     timings: Timings = field(default_factory=Timings)
     final_reply: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    permissions: list[str] | None = None
+    """What the episode was granted (None: not recorded, e.g. an imported trace)."""
 
     # -- queries --
     def has_tokens(self) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from hatkit.agent.trace import Trace, ok_record
 from hatkit.harness import Harness, load_harness
+from hatkit.judge.policy import policy_item, tool_policy
 from hatkit.judge.verdict import Evidence, ItemScore, Role, Verdict
 from hatkit.sim.augment import base_rules
 
@@ -90,8 +91,11 @@ class ProgrammaticJudge:
                 f"(hash {trace.harness_hash[:12]}), but it is being judged against harness "
                 f"'{agent_harness.name}' (hash {agent_harness.short_hash}); pass the harness the agent "
                 "ran under, or its claims would be checked against the wrong rules")
-        run = _Run(self, self._agent(agent_harness), trace)
-        return run.verdict()
+        verdict = _Run(self, self._agent(agent_harness), trace).verdict()
+        policy = tool_policy(trace, agent_harness)
+        verdict.evidence += policy
+        verdict.items["policy"] = policy_item(policy)
+        return verdict
 
     def judge_many(self, traces: Sequence[Trace], agent_harness: Harness) -> list[Verdict]:
         return [self.judge(t, agent_harness) for t in traces]
