@@ -42,9 +42,13 @@ def test_calibrate_twice_then_report(tmp_path: Path) -> None:
         r = runner.invoke(app, ["judge", "calibrate", "--log", str(log), "--n", "24"])
         assert r.exit_code == 0, r.output
     assert "reference labels" in r.output and "unchanged since round 1" in r.output
+    # every round also scores the domain's independently written families (leave-one-family-out)
+    assert "independent families" in r.output and "health_claim" in r.output
+    rounds = [json.loads(x) for x in log.read_text().splitlines()]
+    assert rounds[-1]["families"]["all"]["accuracy"]["n"] >= 385 and rounds[-1]["false_alarms"]["n"] >= 60
     png = tmp_path / "a.png"
     r = runner.invoke(app, ["judge", "report", "--log", str(log), "--png", str(png)])
-    assert r.exit_code == 0 and png.stat().st_size > 5000
+    assert r.exit_code == 0 and png.stat().st_size > 5000 and "independent families" in r.output
     assert len(log.read_text().splitlines()) == 2
 
 

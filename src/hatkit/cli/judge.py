@@ -116,10 +116,15 @@ def judge_calibrate(
     n: Annotated[int, typer.Option(help="Items in each of the calibration and held-out sets.")] = 200,
     seed: Annotated[int, typer.Option()] = 0,
     notes: Annotated[str, typer.Option(help="What changed in the judge harness this round.")] = "",
+    families: Annotated[Path | None, typer.Option(
+        help="Labelled conversations written without the judge's checks, reported per family "
+             "(default: the domain's calibration file, when it ships one).")] = None,
 ) -> None:
     """One calibration round: the judge against reference labels on a calibration set (train
-    split) and a disjoint held-out set (dev split); appended to the rounds log."""
+    split) and a disjoint held-out set (dev split), and per family on independently written
+    conversations (leave-one-family-out); appended to the rounds log."""
     from ..judge.calibrate import report_table, run_round
+    from ..judge.conversations import false_alarms, family_agreement, judge_conversations, load_conversations
 
     j = _judge(judge, None, "eval", domain)
     with err.status("building the labelled sets (oracle episodes with planted errors)..."):
@@ -129,8 +134,18 @@ def judge_calibrate(
             held = dom.labelled_set(n=n, seed=seed + 1, split="dev")
         except NotImplementedError as exc:
             raise _fail(str(exc)) from None
+    by_family: dict[str, Any] = {}
+    alarms: dict[str, Any] = {}
+    if (source := families or dom.independent_labels) is not None:
+        try:
+            judged = judge_conversations(j, load_conversations(source), dom.harness())
+        except (OSError, ValueError) as exc:
+            raise _fail(str(exc)) from None
+        by_family = {f: {d: a.to_dict() for d, a in dims.items()}
+                     for f, dims in family_agreement(judged, j.thresholds).items()}
+        alarms = false_alarms(judged, j.thresholds).to_dict()
     try:
-        rnd = run_round(j, cal, held, log, notes=notes)
+        rnd = run_round(j, cal, held, log, notes=notes, families=by_family, false_alarms=alarms)
     except ValueError as exc:
         raise _fail(str(exc)) from None
     print(report_table([rnd]))

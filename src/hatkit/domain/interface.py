@@ -137,6 +137,16 @@ class Domain(ABC):
         """Accuracy and effectiveness of a trace from the simulator's ground truth."""
         raise NotImplementedError(f"domain '{self.name}' has no reference labels")
 
+    @property
+    def independent_labels(self) -> Path | None:
+        """Labelled conversations written without the judge's checks (see
+        hatkit.judge.conversations): `calibration/heldout_families.jsonl` or
+        `calibration/labelled.jsonl` under `root`, when the domain ships one."""
+        for name in ("heldout_families.jsonl", "labelled.jsonl"):
+            if (path := self.root / "calibration" / name).is_file():
+                return path
+        return None
+
     def labelled_set(self, *, n: int, seed: int, split: str = "dev", **options: Any) -> list[LabelledItem]:
         """`n` traces of `split` with planted errors and their reference labels (judge
         calibration); `options` are the domain's own (variants, locales, plant kinds, ...)."""

@@ -43,6 +43,11 @@ class CalibrationRound:
     """Warnings, e.g. the judge hash did not change since the previous round."""
     calibration_disagreements: list[dict[str, Any]] = field(default_factory=list)
     """Every calibration disagreement with the verdict's evidence (what the next edit reads)."""
+    families: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """family -> dimension -> {agree, n, rate, lo, hi} on independently written labelled
+    conversations (families the checks were not written against: leave-one-family-out)."""
+    false_alarms: dict[str, Any] = field(default_factory=dict)
+    """Clean independent conversations the judge failed ({agree, n, rate, lo, hi})."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False)
@@ -104,7 +109,9 @@ def read_rounds(log_path: Path | str) -> list[CalibrationRound]:
 
 def run_round(judge: Judge, calibration_items: Sequence[LabelledItem],
               heldout_items: Sequence[LabelledItem], log_path: Path | str, notes: str = "",
-              dimensions: Sequence[str] = DIMENSIONS) -> CalibrationRound:
+              dimensions: Sequence[str] = DIMENSIONS,
+              families: Mapping[str, Mapping[str, Any]] | None = None,
+              false_alarms: Mapping[str, Any] | None = None) -> CalibrationRound:
     """Judge both sets, append the round to the JSONL log at `log_path` and return it.
 
     Refuses (ValueError) calibration items that share a trace or question with the
@@ -128,7 +135,8 @@ def run_round(judge: Judge, calibration_items: Sequence[LabelledItem],
         round=previous[-1].round + 1 if previous else 1, judge_name=judge.name,
         judge_hash=judge.judge_hash, created=datetime.now(UTC).isoformat(timespec="seconds"),
         calibration=summaries(cal), heldout=summaries(held), notes=notes, flags=flags,
-        calibration_disagreements=disagreement_rows(cal))
+        calibration_disagreements=disagreement_rows(cal),
+        families={f: dict(d) for f, d in (families or {}).items()}, false_alarms=dict(false_alarms or {}))
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as fh:
         fh.write(rnd.to_json() + "\n")
@@ -163,6 +171,18 @@ def report_table(rounds: Sequence[CalibrationRound], dimensions: Sequence[str] =
     lines = ["  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
              for row in rows]
     lines.insert(1, "-" * len(lines[0]))
+    latest = rounds[-1] if rounds else None
+    if latest is not None and latest.families:
+        lines += ["", f"round {latest.round}: independent families (written without the judge's checks), "
+                      "agreement % [95% interval] (n)"]
+        for family, dims in sorted(latest.families.items(), key=lambda kv: (kv[0] == "all", kv[0])):
+            cells = [f"{d[:3]} {_pct(dims[d].get('rate'))} [{_pct(dims[d].get('lo')).strip()}, "
+                     f"{_pct(dims[d].get('hi')).strip()}] ({dims[d].get('n', 0)})"
+                     for d in dimensions if d in dims]
+            lines.append(f"  {family:28} " + "   ".join(cells))
+        fa = latest.false_alarms
+        if fa:
+            lines.append(f"  false alarms on clean: {fa['n'] - fa['agree']}/{fa['n']}")
     return "\n".join(line.rstrip() for line in lines)
 
 
