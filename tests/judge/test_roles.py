@@ -135,3 +135,16 @@ def test_programmatic_and_llm_judges_of_one_harness_share_a_hash(tmp_path: Path,
     reward = pair.reward(trace, agent_harness)
     assert reward.role == "reward" and reward.error is None
     assert reward.judge_hash == pair.reward_judge.judge_hash != pair.evaluate(trace, agent_harness).judge_hash
+
+
+def test_every_shipped_domain_rewards_with_a_judge_apart_from_its_eval_judge() -> None:
+    """HSA-RL's reward rubric is versioned separately from the eval judge's, so a pair of them
+    passes JudgePair's check without the same-judge override."""
+    from hatkit.domain import domain_names, get_domain
+
+    for name in domain_names():
+        domain = get_domain(name)
+        reward = domain.judge(domain.reward_judge_harness_dir, role="reward")
+        evaluation = domain.judge(role="eval")
+        assert reward.judge_hash != evaluation.judge_hash, name
+        JudgePair(reward, evaluation)

@@ -68,6 +68,10 @@ def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path) -> None:
         assert cells == [fmt_cell(c, cell(suites, c)) for c in COLUMNS]
         assert suites["live_qa"]["n"] == 1
     assert (run.root / "report.html").read_text().count("data:image/png;base64,") == 3
+    # The report names both judges; HSA-RL's reward judge is not the eval judge.
+    hat_meta = json.loads((run.checkpoints / "hat" / "final" / "hatkit_checkpoint.json").read_text())
+    assert f"reward judge (HSA-RL): hash `{hat_meta['judge_hash'][:12]}`" in md
+    assert "versioned apart from the eval judge" in md and "eval judge (every suite)" in md
 
     # A second run reuses every finished stage and only rewrites the report.
     records = {s.name: run.stage_file(s).read_text() for s in plan() if s.kind != "report"}

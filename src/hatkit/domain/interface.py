@@ -88,7 +88,15 @@ class Domain(ABC):
 
     @property
     def judge_harness_dir(self) -> Path:
+        """The eval-role judge harness (every evaluation suite)."""
         return self.root / "judge"
+
+    @property
+    def reward_judge_harness_dir(self) -> Path:
+        """The reward-role judge harness (HSA-RL's reward): `judge_reward/`, versioned apart from
+        the eval judge; a domain without one rewards with the eval judge's harness."""
+        own = self.root / "judge_reward"
+        return own if own.is_dir() else self.judge_harness_dir
 
     def harness(self) -> Harness:
         """The default agent harness."""

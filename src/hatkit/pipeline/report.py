@@ -182,6 +182,7 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
           "## Paired comparisons", "", PAIRED_NOTE, "",
           "| suite | comparison | verdict | measured |", "|---|---|---|---|"]
     md += [f"| {r['suite']} | {r['pair']} | **{r['verdict']}** | {r['measured']} |" for r in paired]
+    md += ["", "## Judges", "", *judge_lines(run, cfg)]
     md += ["", "## The published system's claims, as measured here", ""]
     for c in claims:
         md.append(f"- **{c['claim']}**: {c['measured']} -> holds here: **{c['holds']}** ({c['n']}).")
@@ -210,6 +211,25 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
     table = {ROW_BY_KEY[k].label: {s: r.get("metrics", {}) for s, r in v.items()} for k, v in results.items()}
     return {"report_md": str(run.root / "report.md"), "report_html": str(run.root / "report.html"),
             "table": table, "paired": paired}
+
+
+def judge_lines(run: RunDir, cfg: PipelineConfig) -> list[str]:
+    """Which judge scored every suite and which one HSA-RL was rewarded by (from the HAT
+    checkpoint when it exists), by content hash: the two must differ."""
+    from ..domain import get_domain
+
+    domain = get_domain(cfg.domain)
+    eval_judge = domain.judge(role="eval")
+    reward = domain.judge(role="reward")
+    reward_hash = reward.judge_hash
+    meta_path = run.checkpoints / "hat" / "final" / "hatkit_checkpoint.json"
+    if meta_path.is_file():
+        reward_hash = str(json.loads(meta_path.read_text(encoding="utf-8")).get("judge_hash") or reward_hash)
+    same = reward_hash == eval_judge.judge_hash
+    return [f"- eval judge (every suite): `{eval_judge.name}`, hash `{eval_judge.judge_hash[:12]}`",
+            f"- reward judge (HSA-RL): hash `{reward_hash[:12]}`"
+            + (" **(the eval judge itself: the HAT row is scored by the rubric it was trained on)**"
+               if same else " (a separate harness, versioned apart from the eval judge)")]
 
 
 def _details(results: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:

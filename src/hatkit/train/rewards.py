@@ -43,7 +43,8 @@ class JudgeScorer:
 
     def __init__(self, accuracy_weight: float, effectiveness_weight: float,
                  judge_harness: str | Path | None = None, *, domain: Domain | str | None = None) -> None:
-        self.judge = get_domain(domain).judge(judge_harness, role="reward")
+        dom = get_domain(domain)
+        self.judge = dom.judge(judge_harness or dom.reward_judge_harness_dir, role="reward")
         self.accuracy_weight = accuracy_weight
         self.effectiveness_weight = effectiveness_weight
 
