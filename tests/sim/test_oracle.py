@@ -4,7 +4,9 @@ with injected faults, they state every ground-truth fact and break no hook."""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -174,3 +176,51 @@ def test_each_reasoning_line_names_the_result_it_follows() -> None:
         for i, think in enumerate(thinks[1:-1], 1):
             assert think.startswith(f"<think>{names[i - 1]} answered; next I need {names[i]}"), think
         assert thinks[-1].startswith(f"<think>{names[-1]} answered;"), thinks[-1]
+
+
+def test_long_thinking_varies_in_length_and_changes_nothing_else() -> None:
+    """`think_style="long"` appends 0-3 sentences (rule values filled in) to each reasoning
+    line: the calls and the replies stay the gold ones, the lengths vary, and a rerun is
+    identical."""
+    h = load_harness("live_commerce")
+    qs = LC.questions(h.rules, n=12, seed=4, split="train")
+
+    def run(style: Literal["short", "long"]) -> list[Trace]:
+        agent = Agent(h, LC.oracle(h, qs, think_style=style), tool_runner=InlineToolRunner())
+        return agent.run_many([q.text for q in qs])
+
+    short, long, again = run("short"), run("long"), run("long")
+    assert [t.final_reply for t in long] == [t.final_reply for t in short]
+    assert [[r.name for r in t.tool_calls] for t in long] == [[r.name for r in t.tool_calls] for t in short]
+    think = [[s.text for s in t.spans if s.segment in ("think_tool", "think_reply")] for t in long]
+    plain = [[s.text for s in t.spans if s.segment in ("think_tool", "think_reply")] for t in short]
+    assert think == [[s.text for s in t.spans if s.segment in ("think_tool", "think_reply")] for t in again]
+    extra = [len(a) - len(b) for t, u in zip(think, plain, strict=True) for a, b in zip(t, u, strict=True)]
+    assert min(extra) >= 0 and max(extra) > 150 and len(set(extra)) > 3
+    assert any(f"${h.rules['free_shipping_threshold']}" in x or f"{h.rules['reply_max_chars']}" in x
+               for t in think for x in t)
+    with pytest.raises(ValueError, match="think_style"):
+        LC.oracle(h, qs, think_style="medium")  # type: ignore[arg-type]
+
+
+def test_data_build_writes_long_reasoning_when_asked(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from hatkit.cli import app
+    from tiny import tiny_tokenizer
+
+    tok = tmp_path / "tok"
+    tiny_tokenizer().save_pretrained(tok)
+    think: dict[str, float] = {}
+    for style in ("short", "long"):
+        out = tmp_path / style
+        r = CliRunner().invoke(app, ["data", "build", "--out", str(out), "--train", "6", "--dev", "1",
+                                     "--variants", "1", "--format", "jsonl", "--tokenizer", str(tok),
+                                     "--think", style, "--fault-rate", "0"])
+        assert r.exit_code == 0, r.output
+        rows = [json.loads(x) for x in (out / "fixed" / "train.jsonl").read_text().splitlines()]
+        think[style] = sum(m["content"].count(" ") for row in rows for m in json.loads(row["messages"])
+                           if m["role"] == "assistant")
+    assert think["long"] > think["short"] * 1.3
+    bad = CliRunner().invoke(app, ["data", "build", "--out", str(tmp_path / "x"), "--think", "medium"])
+    assert bad.exit_code == 1 and "--think must be short or long" in bad.output

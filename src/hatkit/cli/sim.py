@@ -106,6 +106,8 @@ def data_build(
     domain: DomainOpt = None,
     harness: Annotated[str | None, typer.Option(help="Base harness folder or shipped name "
                                                 "(default: the domain's own).")] = None,
+    think: Annotated[str, typer.Option(help="The oracle's reasoning: short (one line per step) or long "
+                                       "(1-4 sentences weighing question, rule and tool).")] = "short",
 ) -> None:
     """SFT datasets on the fixed harness and across HSA variants, with a manifest."""
     from transformers import AutoTokenizer
@@ -123,11 +125,14 @@ def data_build(
         raise _fail(f"cannot load the tokenizer: {exc}") from None
     base = _load(harness) if harness else None
     dom = _domain(domain, base)
+    if think not in ("short", "long"):
+        raise _fail("--think must be short or long")
     if locale not in dom.locales:
         raise _fail(f"--locale {locale}: domain '{dom.name}' speaks {', '.join(dom.locales)}")
     settings = BuildSettings(out=out, train_episodes=train, dev_episodes=dev, seed=seed,
                              n_variants=variants, locale=locale, fault_rate=fault_rate, fmt=fmt,
-                             domain=dom, harness=base.root if base is not None else None)
+                             domain=dom, harness=base.root if base is not None else None,
+                             think=think)  # type: ignore[arg-type]
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err)
     tasks: dict[str, TaskID] = {}
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..agent.trace import Trace
 from ..harness import Harness, load_harness
@@ -127,9 +127,12 @@ class Domain(ABC):
         """What the oracle says (its reasoning lines and fixed replies)."""
 
     def oracle(self, harness: Harness, questions: Sequence[Question] = (),
-               token_format: TokenFormat | None = None, think: bool = True) -> OraclePolicy:
-        """The gold policy for `harness` (a ChatModel that plays each turn's plan and reply)."""
-        return OraclePolicy(harness, questions, token_format, think, script=self.oracle_script())
+               token_format: TokenFormat | None = None, think: bool = True,
+               think_style: Literal["short", "long"] = "short") -> OraclePolicy:
+        """The gold policy for `harness` (a ChatModel that plays each turn's plan and reply);
+        "long" thinking adds 0-3 sentences of reasoning to each line (see OracleScript)."""
+        return OraclePolicy(harness, questions, token_format, think, script=self.oracle_script(),
+                            think_style=think_style)
 
     # ---- judge ---------------------------------------------------------------------------
     @abstractmethod

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from ..harness import Harness
 from ..models.base import ChatMessage, ModelOutput, ModelRequest, TokenFormat
-from .truth import PlannedCall, Question, Turn
+from .truth import PlannedCall, Question, Turn, stable_hash
 
 RETRYABLE = frozenset({"timeout", "server_error", "tool_exception", "malformed", "empty"})
 MAX_ATTEMPTS = 2
@@ -41,6 +41,10 @@ class OracleScript:
     think: Mapping[str, Mapping[str, str]]
     unavailable: Mapping[str, str]
     greeting: str = "Hi! How can I help?"
+    elaborations: Mapping[str, Mapping[str, Sequence[str]]] = field(default_factory=dict)
+    """locale -> reasoning kind ("call", "reply", "none", "retry") -> sentences that weigh the
+    question, the rule and the tool, formatted with the harness's rule values, the call's
+    arguments, `asked`, `tool` and `prev`; "long" thinking appends 0-3 of them to each line."""
 
 
 class _Slots(dict[str, Any]):
@@ -56,9 +60,12 @@ class OraclePolicy:
 
     def __init__(self, harness: Harness, questions: Iterable[Question] = (),
                  token_format: TokenFormat | None = None, think: bool = True, *,
-                 script: OracleScript) -> None:
+                 script: OracleScript, think_style: Literal["short", "long"] = "short") -> None:
+        if think_style not in ("short", "long"):
+            raise ValueError(f"think_style must be short or long, not {think_style!r}")
         self.harness = harness
         self.script = script
+        self.think_style = think_style
         self.visible = {t.canonical: t.name for t in harness.tools.values()}
         self.rules = dict(harness.rules)
         self.format = token_format
@@ -104,10 +111,10 @@ class OraclePolicy:
             if failures < MAX_ATTEMPTS and last_error in RETRYABLE:
                 why = last_error.replace("_", " ")
                 return self._call(loc, step, question, retry=why), True
-            return self._reply(loc, self.script.unavailable[loc], "reply"), False
+            return self._reply(loc, self.script.unavailable[loc], "reply", q=question), False
         if prev is not None:  # name the result just read, so the reply is tied to the context
-            return self._reply(loc, turn.reply, "reply_after", prev=prev, asked=asked), False
-        return self._reply(loc, turn.reply, "reply" if turn.plan else "none"), False
+            return self._reply(loc, turn.reply, "reply_after", prev=prev, asked=asked, q=question), False
+        return self._reply(loc, turn.reply, "reply" if turn.plan else "none", asked=asked, q=question), False
 
     def _call(self, loc: str, step: PlannedCall, q: Question, retry: str | None = None,
               prev: str | None = None, asked: str = "") -> str:
@@ -124,13 +131,31 @@ class OraclePolicy:
             why = lines[step.tool].format_map(_Slots(step.arguments, asked=asked, tool=name))
         else:
             why = lines["default"].format(tool=name, asked=asked)
+        why += self._elaborate(loc, "retry" if retry is not None else "call", q, name, asked, prev,
+                               step.arguments)
         body = json.dumps({"name": name, "arguments": dict(step.arguments)}, ensure_ascii=False)
         think = f"<think>{why}</think>\n" if self.think else ""
         return f"{think}<tool_call>\n{body}\n</tool_call>"
 
-    def _reply(self, loc: str, text: str, kind: str, prev: str = "", asked: str = "") -> str:
+    def _reply(self, loc: str, text: str, kind: str, prev: str = "", asked: str = "",
+               q: Question | None = None) -> str:
         why = self.script.think[loc][kind].format(prev=prev, asked=asked)
+        why += self._elaborate(loc, "none" if kind == "none" else "reply", q, "", asked, prev, {})
         return f"<think>{why}</think>\n{text}" if self.think else text
+
+    def _elaborate(self, loc: str, kind: str, q: Question | None, tool: str, asked: str, prev: str | None,
+                   arguments: Mapping[str, Any]) -> str:
+        """In "long" style, 0-3 more sentences (chosen by a stable hash of the question and the
+        step, so lengths vary from a sentence to a short paragraph and are reproducible)."""
+        pool = list(self.script.elaborations.get(loc, {}).get(kind, ()))
+        if self.think_style != "long" or not pool or q is None:
+            return ""
+        h = stable_hash("oracle.think", q.id, kind, tool, prev or "")
+        count = h % 4
+        slots = _Slots({**self.rules, **arguments}, asked=asked, tool=tool, prev=prev or "")
+        picked = [pool[(h // 4 + i * 7) % len(pool)] for i in range(min(count, len(pool)))]
+        sep = "" if loc == "zh" else " "
+        return "".join(sep + line.format_map(slots) for line in dict.fromkeys(picked))
 
     def _output(self, text: str, is_call: bool) -> ModelOutput:
         if self.format is None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..agent import Trace, read_traces
 from ..agent.trace import GENERATED
@@ -49,6 +49,9 @@ class BuildSettings:
     """The domain (default: the one the harness names, else live_commerce)."""
     harness: Path | str | None = None
     """The base harness folder or shipped name (default: the domain's own)."""
+    think: Literal["short", "long"] = "short"
+    """The oracle's reasoning: one templated sentence per step, or 1-4 sentences weighing the
+    question, the rule and the tool (what HSA-RL's length penalties have to compress)."""
 
     def base(self) -> tuple[Harness, Domain]:
         """The base harness and its domain."""
@@ -122,7 +125,7 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
             traces_path = settings.out / mode / f"{split}.traces.jsonl"
 
             def policy(h: Harness, qs: Sequence[Question]) -> OraclePolicy:
-                return domain.oracle(h, qs, token_format=token_format)
+                return domain.oracle(h, qs, token_format=token_format, think_style=settings.think)
 
             label = f"{mode}/{split}"
 

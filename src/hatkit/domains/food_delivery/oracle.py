@@ -22,7 +22,7 @@ ORACLE_FILE = Path(__file__).resolve().parent / "data" / "oracle.yaml"
 def oracle_script() -> OracleScript:
     d = yaml.safe_load(ORACLE_FILE.read_text("utf-8"))
     return OracleScript(with_rules=with_rules, think=d["think"], unavailable=d["unavailable"],
-                        greeting=d["greeting"])
+                        greeting=d["greeting"], elaborations=d.get("elaborations", {}))
 
 
 def oracle(harness: Harness, questions: Sequence[Question] = (), token_format: TokenFormat | None = None,
