@@ -220,3 +220,17 @@ def test_quick_profile_runs_variant_qa_on_the_models_its_claims_compare() -> Non
     assert "variant_qa" not in cfg.suites_for("base") and "live_qa" in cfg.suites_for("base")
     assert "variant_qa" in cfg.suites_for("fixed_sft") and "variant_qa" in cfg.suites_for("hat")
     assert "variant_qa" in load_pipeline_config("full").suites_for("base")
+
+
+def test_the_cpu_profile_plan_says_what_each_claim_can_detect() -> None:
+    from hatkit.pipeline.detectable import detectable_effects, paired_rate_mde, relative_mean_mde
+
+    assert paired_rate_mde(100) == pytest.approx(2.8016 * (0.3 / 100) ** 0.5, rel=1e-3)
+    assert relative_mean_mde(100) == pytest.approx(2.8016 * 0.5 / 10, rel=1e-3)
+    cpu = {d.claim[:2]: d for d in detectable_effects(load_pipeline_config("cpu"))}
+    quick = {d.claim[:2]: d for d in detectable_effects(load_pipeline_config("quick"))}
+    assert cpu["1."].n == 100 and quick["1."].n == 40 and cpu["1."].smallest < quick["1."].smallest
+    assert cpu["3."].decidable and not quick["4."].decidable
+    assert load_pipeline_config("cpu").data.think == "long"
+    assert load_pipeline_config("quick").data.think == "short"
+    assert load_pipeline_config("cpu").train_profile == "quick"

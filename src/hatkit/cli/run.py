@@ -45,6 +45,19 @@ def _sft_plans(run: Any, cfg: Any, stages: list[Any], tables: bool = False) -> N
             _say(f"{stage.label}: {plan.summary()}")
 
 
+def _detectable_table(cfg: Any) -> Table:
+    """For each published claim, the smallest paired effect these sizes detect."""
+    from ..pipeline.detectable import DISCORDANT, LENGTH_SD, detectable_effects
+
+    table = Table("claim", "comparison", "n", "smallest detectable", "published", "decidable",
+                  title="What this profile can decide (alpha 0.05, power 0.8)",
+                  caption=f"assumed: {DISCORDANT:.0%} discordant pairs; length differences with sd "
+                          f"{LENGTH_SD:.0%} of the mean")
+    for d in detectable_effects(cfg):
+        table.add_row(*d.row())
+    return table
+
+
 def _estimate_table(stages: list[Any], estimates: list[Any], done: set[str]) -> Table:
     table = Table("stage", "estimate", "basis", title="Plan (estimates from measured CPU speeds)")
     total = 0.0
@@ -99,6 +112,7 @@ def run_cmd(
         raise _fail(str(exc)) from None
     done = {s.name for s in stages if s.kind != "report" and run.done(s) is not None}
     console.print(_estimate_table(stages, estimates, done))
+    console.print(_detectable_table(cfg))
     _sft_plans(run, cfg, [s for s in stages if s.name not in done])
     if plan_only:
         return

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-Profile = Literal["quick", "full"]
+Profile = Literal["quick", "cpu", "full"]
 
 
 class DataSettings(BaseModel):
@@ -47,6 +47,8 @@ class PipelineConfig(BaseModel):
         default_factory=dict, description="Items per evaluation suite (suite name -> count) over "
         "the suites' own sizes for the profile (hatkit.evals QUICK_SIZES / DEFAULT_SIZES).")
 
+    evolution_test_n: int = Field(default=0, ge=0, description=(
+        "Test questions of the claim-4 evolution comparison (0: the profile does not run it)."))
     suite_models: dict[str, list[str]] = Field(
         default_factory=dict, description="Models a suite runs on (suite name -> row keys: base, "
         "fixed_sft, hsa_sft, opd, hat); a suite not listed runs on every model. The quick profile "
@@ -58,11 +60,18 @@ class PipelineConfig(BaseModel):
 
         return [s for s in SUITES if row_key in self.suite_models.get(s, [row_key])]
 
+    @property
+    def train_profile(self) -> str:
+        """The training stages' own profile (hatkit.train.config): the CPU profiles train with
+        the CPU defaults, the full profile with the GPU ones."""
+        return "full" if self.profile == "full" else "quick"
+
     def suite_sizes(self) -> dict[str, int]:
         """The evaluation sizes in force: the profile's suite sizes, then `eval_sizes`."""
         from ..evals.suites import DEFAULT_SIZES, QUICK_SIZES
 
         return {**(QUICK_SIZES if self.profile == "quick" else DEFAULT_SIZES), **self.eval_sizes}
+
 
 
 # Sized from measured speeds on 2 cores (DESIGN.md): training about 90 tokens/s, decoding about
@@ -81,6 +90,20 @@ PROFILES: dict[str, dict[str, Any]] = {
         "eval_sizes": {"live_qa": 40, "variant_qa": 40, "general_if": 8, "faults": 4, "safety": 4,
                        "lengths": 40, "latency": 40},
         "suite_models": {"variant_qa": ["fixed_sft", "hsa_sft", "hat"]},
+    },
+    # The smallest run that can decide the published claims on this 2-core CPU (about 5 hours,
+    # resumable by stage): long oracle reasoning so RL has something to compress, 100-item QA
+    # suites (paired differences of about 0.15 detectable), general_if on 150 prompts.
+    # `hatkit run --profile cpu --plan` prints the estimate and what each claim can detect.
+    "cpu": {
+        "data": {"train_episodes": 160, "dev_episodes": 16, "n_variants": 16, "think": "long"},
+        "train": {"sft": {"max_steps": 96, "learning_rate": 2e-4},
+                  "opd": {"max_steps": 24, "learning_rate": 5e-5},
+                  "rl": {"max_steps": 12, "learning_rate": 2e-4}},
+        "eval_sizes": {"live_qa": 100, "variant_qa": 100, "general_if": 150, "faults": 40, "safety": 20,
+                       "lengths": 100, "latency": 40},
+        "suite_models": {"variant_qa": ["base", "fixed_sft", "hsa_sft", "hat"],
+                         "general_if": ["base", "fixed_sft", "opd", "hat"]},
     },
     "full": {
         "base_model": "Qwen/Qwen3-0.6B",

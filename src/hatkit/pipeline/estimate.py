@@ -42,7 +42,7 @@ def _get(config: Any, name: str, default: float) -> float:
 def _train_seconds(stage_name: str, cfg: PipelineConfig) -> tuple[float, str]:
     from ..train import load_config
 
-    config = load_config(stage_name, None, cfg.profile, dict(cfg.train.get(stage_name, {})))  # type: ignore[call-overload]
+    config = load_config(stage_name, None, cfg.train_profile, dict(cfg.train.get(stage_name, {})))  # type: ignore[call-overload]
     steps = _get(config, "max_steps", 10)
     batch = _get(config, "per_device_train_batch_size", 1) * _get(config, "gradient_accumulation_steps", 1)
     if stage_name == "sft":

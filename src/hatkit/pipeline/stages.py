@@ -131,7 +131,7 @@ def train_config(stage: Stage, run: RunDir, cfg: PipelineConfig) -> Any:
     if row.stage == "rl" and cfg.domain is not None:
         overrides.setdefault("domain", cfg.domain)
         overrides.setdefault("harness", str(get_domain(cfg.domain).harness_dir))
-    config = load_config(row.stage, None, cfg.profile, overrides)
+    config = load_config(row.stage, None, cfg.train_profile, overrides)
     if row.stage == "sft" and "max_length" not in cfg.train.get("sft", {}):
         from ..train import fit_max_length, read_rows
 
