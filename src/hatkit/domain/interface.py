@@ -149,6 +149,13 @@ class Domain(ABC):
         raise NotImplementedError(f"domain '{self.name}' has no reference labels")
 
     @property
+    def defects_file(self) -> Path | None:
+        """The defective starting harness of the claim-4 comparison (`defects.yaml` under
+        `root`: the planted defects, written down before any run), when the domain ships one."""
+        path = self.root / "defects.yaml"
+        return path if path.is_file() else None
+
+    @property
     def independent_labels(self) -> Path | None:
         """Labelled conversations written without the judge's checks (see
         hatkit.judge.conversations): `calibration/heldout_families.jsonl` or

@@ -69,6 +69,8 @@ def build_report(harness_dir: Path, run_dir: Path, policy: PolicyFactory, judge:
         "releases": [{k: r[k] for k in ("round", "name", "tag", "harness_hash", "edit_id")}
                      for r in journal.records("release")],
         "test_before": before.summary(), "test_after": after.summary(),
+        "test_items": [{"question_id": x.question_id, "before": x.passed, "after": y.passed}
+                       for x, y in zip(before.episodes, after.episodes, strict=True)],
         "test_error_before": round(before.error_rate, 4), "test_error_after": round(after.error_rate, 4),
         "error_reduction_rate": error_reduction(before.error_rate, after.error_rate),
         "judge": getattr(judge, "name", ""),
