@@ -17,7 +17,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
+
+import yaml
 
 from ..harness import Harness
 from ..models.base import ChatMessage, ModelOutput, ModelRequest, TokenFormat
@@ -45,6 +48,13 @@ class OracleScript:
     """locale -> reasoning kind ("call", "reply", "none", "retry") -> sentences that weigh the
     question, the rule and the tool, formatted with the harness's rule values, the call's
     arguments, `asked`, `tool` and `prev`; "long" thinking appends 0-3 of them to each line."""
+
+
+def load_script(path: Path, with_rules: Callable[[Question, Mapping[str, Any]], Question]) -> OracleScript:
+    """A domain's oracle lines from its YAML file (greeting, think, unavailable, elaborations)."""
+    data = yaml.safe_load(path.read_text("utf-8"))
+    return OracleScript(with_rules=with_rules, think=data["think"], unavailable=data["unavailable"],
+                        greeting=data["greeting"], elaborations=data.get("elaborations", {}))
 
 
 class _Slots(dict[str, Any]):

@@ -6,11 +6,9 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 from hatkit.harness import Harness
 from hatkit.models.base import TokenFormat
-from hatkit.sim.oracle import OraclePolicy, OracleScript
+from hatkit.sim.oracle import OraclePolicy, OracleScript, load_script
 from hatkit.sim.truth import Question
 
 from .questions import with_rules
@@ -20,9 +18,7 @@ ORACLE_FILE = Path(__file__).resolve().parent / "data" / "oracle.yaml"
 
 @cache
 def oracle_script() -> OracleScript:
-    d = yaml.safe_load(ORACLE_FILE.read_text("utf-8"))
-    return OracleScript(with_rules=with_rules, think=d["think"], unavailable=d["unavailable"],
-                        greeting=d["greeting"], elaborations=d.get("elaborations", {}))
+    return load_script(ORACLE_FILE, with_rules)
 
 
 def oracle(harness: Harness, questions: Sequence[Question] = (), token_format: TokenFormat | None = None,
