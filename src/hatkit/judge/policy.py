@@ -13,7 +13,7 @@ grants.
 from __future__ import annotations
 
 from ..agent.trace import Trace
-from ..harness import Harness
+from ..harness import Harness, ToolSpec
 from .verdict import Evidence, ItemScore
 
 ITEM = "policy"
@@ -23,11 +23,28 @@ REFUSED = frozenset(
 """Error types of calls the runtime refused before the tool ran."""
 
 
+_VIEWS: dict[tuple[str, str, str], tuple[dict[str, ToolSpec], frozenset[str]]] = {}
+
+
+def _view(h: Harness, locale: str) -> tuple[dict[str, ToolSpec], frozenset[str]]:
+    """(enabled tools by visible name, every tool name present) of a harness, made once: the
+    runtime tools render the skill index, far too slow to redo for every judged trace."""
+    key = (h.content_hash, str(h.root), locale)
+    hit = _VIEWS.get(key)
+    if hit is None:
+        if len(_VIEWS) >= 512:  # RL over many variants: keep memory bounded
+            _VIEWS.clear()
+        enabled = {t.name: t for t in h.runtime_tools(locale)}
+        hit = _VIEWS[key] = (enabled, frozenset({t.name for t in h.tools.values()} | set(h.tools)))
+    return hit
+
+
 def tool_policy(trace: Trace, agent_harness: Harness) -> list[Evidence]:
     """Evidence on every call: a failed one for each executed call that breaks the harness's
     policy (disabled, unknown, unpermitted, invalid arguments), a passed one for each refusal."""
-    enabled = {t.name: t for t in agent_harness.runtime_tools(trace.locale)}
-    present = {t.name for t in agent_harness.tools.values()} | set(agent_harness.tools)
+    if not trace.tool_calls:
+        return []
+    enabled, present = _view(agent_harness, trace.locale)
     granted = frozenset(
         trace.permissions if trace.permissions is not None else agent_harness.spec.permissions
     )
