@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
-__all__ = ["SPLITS", "Fact", "PlannedCall", "Question", "Split", "Turn", "reply_states_facts",
-           "stable_hash", "violations"]
+__all__ = ["SPLITS", "Fact", "PlannedCall", "Question", "Split", "Turn", "checked_request",
+           "reply_states_facts", "stable_hash", "violations"]
 
 Split = Literal["train", "dev", "test"]
 SPLITS: tuple[Split, ...] = get_args(Split)
@@ -70,6 +70,20 @@ class Question:
     @property
     def text(self) -> str:
         return self.turns[0].text
+
+
+def checked_request(split: str, locale: str, categories: Sequence[str] | None, *,
+                    locales: Sequence[str], known: Sequence[str]) -> list[str]:
+    """The categories a question generator was asked for (all `known` ones by default), once
+    the split, locale and categories are checked; ValueError names the choices."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split '{split}' (choose from {', '.join(SPLITS)})")
+    if locale not in locales:
+        raise ValueError(f"unknown locale '{locale}' (choose from {', '.join(locales)})")
+    cats = list(categories) if categories else list(known)
+    if bad := [c for c in cats if c not in known]:
+        raise ValueError(f"unknown categories {bad} (choose from {', '.join(known)})")
+    return cats
 
 
 def stable_hash(*parts: object) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from hatkit.harness import Harness, ToolContext, load_harness
-from hatkit.sim.truth import SPLITS, Fact, PlannedCall, Question, Split, Turn, stable_hash
+from hatkit.sim.truth import Fact, PlannedCall, Question, Split, Turn, checked_request, stable_hash
 
 from .state import FoodState
 from .world import World, load_world
@@ -65,11 +65,6 @@ def call(tool: str, rules: Mapping[str, Any], **arguments: Any) -> Any:
 
 
 # ---- splits ---------------------------------------------------------------------------------------
-def _order_kind(world: World, order_id: str) -> str:
-    o = world.order(order_id)
-    return o.status
-
-
 @cache
 def _splits() -> dict[str, Split]:
     """order id / menu item id / template id -> split."""
@@ -336,13 +331,13 @@ _ORDER_POOLS = {  # category -> order statuses it asks about
 }
 
 
-def _templates(category: str, locale: str) -> list[tuple[str, list[tuple[str, str]]]]:
+@cache
+def _templates(category: str, locale: str) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """(template id, its (kind, text) turns) of a category and locale, parsed once."""
     lines = _data()["questions"][category][locale]
-    out = []
-    for i, line in enumerate(lines, 1):
-        turns = [(k.strip(), t.strip()) for k, t in (seg.split(":", 1) for seg in line.split(" | "))]
-        out.append((f"{category}/{locale}/{i:02d}", turns))
-    return out
+    return tuple((f"{category}/{locale}/{i:02d}",
+                  tuple((k.strip(), t.strip()) for k, t in (seg.split(":", 1) for seg in line.split(" | "))))
+                 for i, line in enumerate(lines, 1))
 
 
 def _params(rng: random.Random, category: str, split: str, locale: str) -> dict[str, Any]:
@@ -380,13 +375,7 @@ def generate_questions(
 ) -> list[Question]:
     """`n` questions of one split and locale, cycling through the categories evenly; deterministic
     for its arguments."""
-    if split not in SPLITS:
-        raise ValueError(f"unknown split '{split}' (choose from {', '.join(SPLITS)})")
-    if locale not in LOCALES:
-        raise ValueError(f"unknown locale '{locale}' (choose from {', '.join(LOCALES)})")
-    cats = list(categories) if categories else list(CATEGORIES)
-    if bad := [c for c in cats if c not in CATEGORIES]:
-        raise ValueError(f"unknown categories {bad} (choose from {', '.join(CATEGORIES)})")
+    cats = checked_request(split, locale, categories, locales=LOCALES, known=CATEGORIES)
     rng = random.Random(f"hatkit.food_delivery/{seed}/{split}/{locale}/{','.join(cats)}")
     out = []
     for i in range(n):

@@ -18,7 +18,7 @@ from functools import cached_property, lru_cache
 from string import Formatter
 from typing import Any, Literal, get_args
 
-from hatkit.sim.truth import SPLITS, Fact, PlannedCall, Question, Split, Turn, stable_hash
+from hatkit.sim.truth import SPLITS, Fact, PlannedCall, Question, Split, Turn, checked_request, stable_hash
 
 from .catalog import Catalog, Product, load_catalog
 from .facts import COND_ZH, CatalogIndex, Ctx, build_turn, money_text, spec_label, variant_text
@@ -259,13 +259,7 @@ def generate_questions(rules: Mapping[str, Any], *, n: int, seed: int, split: st
     Deterministic for its arguments. A split draws only its own products and templates, so
     dev/test measure generalisation to unseen products and phrasings.
     """
-    if split not in SPLITS:
-        raise ValueError(f"unknown split '{split}' (choose from {', '.join(SPLITS)})")
-    if locale not in LOCALES:
-        raise ValueError(f"unknown locale '{locale}' (choose from {', '.join(LOCALES)})")
-    cats = list(categories) if categories else list(CATEGORIES)
-    if bad := [c for c in cats if c not in CATEGORIES]:
-        raise ValueError(f"unknown categories {bad} (choose from {', '.join(CATEGORIES)})")
+    cats = checked_request(split, locale, categories, locales=LOCALES, known=CATEGORIES)
     idx, splits = _cached(catalog)
     pools = {c: [_templates()[t] for t in template_ids(c, locale) if template_split(t) == split]
              for c in cats}

@@ -107,6 +107,14 @@ def _walk(value: Any) -> Iterable[tuple[str, Any]]:
             yield from _walk(v)
 
 
+def _grounded(records: Iterable[ToolRecord], rules: Mapping[str, Any], keys: tuple[str, ...],
+              rule_keys: tuple[str, ...]) -> set[float]:
+    """The values under `keys` in the tool outputs, and the `rule_keys` rule values: what a
+    stated number may equal."""
+    out = {float(v) for r in records for k, v in _walk(r.output) if k in keys and isinstance(v, int | float)}
+    return out | {float(rules[k]) for k in rule_keys if isinstance(rules.get(k), int | float)}
+
+
 def _numbers(texts: Iterable[str]) -> set[float]:
     return {float(m) for t in texts for m in re.findall(r"\d+(?:\.\d+)?", t)}
 
@@ -135,20 +143,8 @@ class FoodJudge:
         user = [s.text for s in trace.spans if s.segment == "user" and s.source == "viewer"]
         replies = [r for r in turn_replies(trace) if r]
         ev: list[Evidence] = []
-        money = {
-            float(v)
-            for r in records
-            for k, v in _walk(r.output)
-            if k in _MONEY_KEYS and isinstance(v, int | float)
-        }
-        money |= {float(rules[k]) for k in _MONEY_RULES if isinstance(rules.get(k), int | float)}
-        minutes = {
-            int(v)
-            for r in records
-            for k, v in _walk(r.output)
-            if k in _MINUTE_KEYS and isinstance(v, int | float)
-        }
-        minutes |= {int(rules[k]) for k in _MINUTE_RULES if isinstance(rules.get(k), int | float)}
+        money = _grounded(records, rules, _MONEY_KEYS, _MONEY_RULES)
+        minutes = {int(v) for v in _grounded(records, rules, _MINUTE_KEYS, _MINUTE_RULES)}
         minutes |= {int(rules.get("refund_window_hours", 0)) * 60}
         said_by_user = _numbers(user)
         timed = any(canon.get(r.name, r.name) in ("delivery_status", "compensation_policy") for r in records)
