@@ -16,6 +16,7 @@ from ._common import (
     DomainOpt,
     _domain,
     _fail,
+    _harness_for,
     _load,
     _progress_bar,
     _say,
@@ -236,7 +237,7 @@ def judge_families(
     )
 
     j = _judge(judge, None, "eval", domain)
-    h = _load(harness) if harness else _load(str(_domain(domain).harness_dir))
+    h = _harness_for(harness, domain)
     try:
         convs = load_conversations(labels)
     except (OSError, ConversationError) as exc:
