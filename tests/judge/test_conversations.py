@@ -12,10 +12,13 @@ from hatkit.cli import app
 from hatkit.domain import get_domain
 from hatkit.judge.conversations import (
     ConversationError,
+    FamilySplit,
     LabelledConversation,
     false_alarms,
     family_agreement,
     load_conversations,
+    load_split,
+    split_file,
     to_trace,
 )
 from hatkit.judge.verdict import Verdict
@@ -120,3 +123,41 @@ def test_the_cli_reports_families_with_intervals_and_writes_json(tmp_path: Path)
     assert "health_claim" in result.output and "false alarms on clean conversations" in result.output
     data = json.loads(out.read_text())
     assert data["families"]["all"]["accuracy"]["n"] == 6 and data["false_alarms"]["n"] == 3
+
+
+def test_a_split_reports_dev_and_sealed_families_apart() -> None:
+    split = FamilySplit(frozenset({"health"}), frozenset({"leak"}), frozenset({"c1"}))
+    judged = [
+        (_conv("c1", "clean", 1, 1), _verdict(0.0, 1.0)),  # a dev-half false alarm
+        (_conv("c2", "clean", 1, 1), _verdict(1.0, 1.0)),
+        (_conv("c3", "clean", 1, 1), _verdict(1.0, 0.0)),  # a sealed-half false alarm
+        (_conv("h1", "health", 0, 1), _verdict(0.0, 1.0)),
+        (_conv("l1", "leak", 0, 1), _verdict(1.0, 1.0)),
+    ]
+    th = {"accuracy": 0.5, "effectiveness": 0.5}
+    agr = family_agreement(judged, th, split)
+    assert agr["clean:dev"]["accuracy"].n == 1 and agr["clean:sealed"]["accuracy"].n == 2
+    assert (agr["all sealed"]["accuracy"].agree, agr["all sealed"]["accuracy"].n) == (2, 3)
+    assert (agr["all dev"]["accuracy"].agree, agr["all dev"]["accuracy"].n) == (1, 2)
+    sealed = false_alarms(judged, th, split=split)
+    dev = false_alarms(judged, th, split=split, group="dev")
+    assert (sealed.agree, sealed.n, dev.agree, dev.n) == (1, 2, 0, 1)
+
+
+def test_a_split_file_must_assign_every_family_once(tmp_path: Path) -> None:
+    convs = [_conv("c1", "clean", 1, 1), _conv("h1", "health", 0, 1), _conv("l1", "leak", 0, 1)]
+    bad = tmp_path / "s.split.yaml"
+    bad.write_text("dev: [health]\nsealed: [health]\nclean_dev_ids: [c9]\n")
+    with pytest.raises(ConversationError) as e:
+        load_split(bad, convs)
+    msg = str(e.value)
+    assert "'health' is both" in msg and "'leak' is neither" in msg and "'c9'" in msg
+
+
+def test_the_shipped_split_covers_the_frozen_families() -> None:
+    convs = load_conversations(HELDOUT)
+    split = load_split(split_file(HELDOUT), convs)
+    groups = {split.group(c) for c in convs}
+    assert groups == {"dev", "sealed"}
+    clean = [c for c in convs if c.family == "clean"]
+    assert 0.4 < sum(split.group(c) == "dev" for c in clean) / len(clean) < 0.6

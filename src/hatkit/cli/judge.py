@@ -125,7 +125,7 @@ def judge_calibrate(
     split) and a disjoint held-out set (dev split), and per family on independently written
     conversations (leave-one-family-out); appended to the rounds log."""
     from ..judge.calibrate import report_table, run_round
-    from ..judge.conversations import false_alarms, family_agreement, judge_conversations, load_conversations
+    from ..judge.conversations import family_report, load_conversations, load_split, split_file
 
     j = _judge(judge, None, "eval", domain)
     with err.status("building the labelled sets (oracle episodes with planted errors)..."):
@@ -139,12 +139,12 @@ def judge_calibrate(
     alarms: dict[str, Any] = {}
     if (source := families or dom.independent_labels) is not None:
         try:
-            judged = judge_conversations(j, load_conversations(source), dom.harness())
+            convs = load_conversations(source)
+            fsplit = load_split(split_file(source), convs) if split_file(source).is_file() else None
+            result = family_report(j, convs, dom.harness(), fsplit)
         except (OSError, ValueError) as exc:
             raise _fail(str(exc)) from None
-        by_family = {f: {d: a.to_dict() for d, a in dims.items()}
-                     for f, dims in family_agreement(judged, j.thresholds).items()}
-        alarms = false_alarms(judged, j.thresholds).to_dict()
+        by_family, alarms = result["families"], result["false_alarms"]
     try:
         rnd = run_round(j, cal, held, log, notes=notes, families=by_family, false_alarms=alarms)
     except ValueError as exc:
@@ -213,6 +213,38 @@ def judge_agree(
 
 
 
+def family_table(result: dict[str, Any]) -> Table:
+    """Rows per family (dev ones, then sealed ones, then the totals) with 95% intervals."""
+    groups: dict[str, str] = result.get("groups", {})
+    order = {"dev": 0, "sealed": 1, "unassigned": 2}
+    table = Table("family", "split", "n", "accuracy agreement [95%]", "effectiveness agreement [95%]")
+
+    def key(family: str) -> tuple[int, int, str]:
+        total = family.startswith("all")
+        return (int(total), order.get(groups.get(family, family[4:] if total else ""), 3), family)
+
+    for family in sorted(result["families"], key=key):
+        dims = result["families"][family]
+        cells = [f"{a['agree']}/{a['n']} {a['rate']:.0%} [{a['lo']:.0%}, {a['hi']:.0%}]"
+                 for a in (dims["accuracy"], dims["effectiveness"])]
+        table.add_row(family, groups.get(family, ""), str(dims["accuracy"]["n"]), *cells)
+    return table
+
+
+def family_summary(result: dict[str, Any], judge_name: str) -> list[str]:
+    """The false-alarm lines: the rate of clean conversations failed, with its interval."""
+    lines = []
+    for key, what in (("false_alarms", "sealed clean" if "false_alarms_dev" in result else "clean"),
+                      ("false_alarms_dev", "dev clean")):
+        if (a := result.get(key)) is None:
+            continue
+        failed = a["n"] - a["agree"]
+        rate = failed / a["n"] if a["n"] else 0.0
+        lines.append(f"false alarms on {what} conversations: {failed}/{a['n']} ({rate:.0%}, 95% "
+                     f"[{1 - a['hi']:.0%}, {1 - a['lo']:.0%}]); judge {judge_name}")
+    return lines
+
+
 @judge_app.command("families")
 def judge_families(
     labels: Annotated[Path, typer.Option(help="Labelled conversations (JSONL: id, family, locale, "
@@ -221,46 +253,40 @@ def judge_families(
     harness: Annotated[str | None, typer.Option(help="Harness the conversations ran under "
                                                 "(default: the domain's).")] = None,
     judge: JudgeOpt = "",
+    split: Annotated[Path | None, typer.Option(help="Family split (YAML: dev, sealed, clean_dev_ids): "
+                                               "which families the checks were developed on. Default: "
+                                               "<labels stem>.split.yaml beside the labels, if any.")] = None,
     out: Annotated[Path | None, typer.Option(help="Also write the table as JSON here.")] = None,
 ) -> None:
     """Agreement of the judge with labelled conversations per error family, with 95% intervals,
     and its false alarms on the clean ones. Families written without reading the judge's
-    checks measure whether it generalises (leave-one-family-out)."""
+    checks measure whether it generalises (leave-one-family-out); with a split, the families
+    the checks were developed on (dev) are reported apart from the sealed ones."""
     import json
 
     from ..judge.conversations import (
         ConversationError,
-        false_alarms,
-        family_agreement,
-        judge_conversations,
+        family_report,
         load_conversations,
+        load_split,
+        split_file,
     )
 
     j = _judge(judge, None, "eval", domain)
     h = _harness_for(harness, domain)
     try:
         convs = load_conversations(labels)
+        split_path = split or (split_file(labels) if split_file(labels).is_file() else None)
+        fsplit = load_split(split_path, convs) if split_path is not None else None
     except (OSError, ConversationError) as exc:
         raise _fail(str(exc)) from None
-    judged = judge_conversations(j, convs, h)
-    agreement = family_agreement(judged, j.thresholds)
-    alarms = false_alarms(judged, j.thresholds)
-    table = Table("family", "n", "accuracy agreement [95%]", "effectiveness agreement [95%]")
-    for family, dims in sorted(agreement.items(), key=lambda kv: (kv[0] == "all", kv[0])):
-        cells = []
-        for dim in ("accuracy", "effectiveness"):
-            a = dims[dim]
-            lo, hi = a.interval()
-            cells.append(f"{a.agree}/{a.n} {a.rate:.0%} [{lo:.0%}, {hi:.0%}]")
-        table.add_row(family, str(dims["accuracy"].n), *cells)
-    console.print(table)
-    lo, hi = alarms.interval()
-    _say(f"false alarms on clean conversations: {alarms.n - alarms.agree}/{alarms.n} "
-         f"({1 - alarms.rate:.0%}; pass rate interval [{lo:.0%}, {hi:.0%}]); judge {j.name}")
+    result = family_report(j, convs, h, fsplit)
+    console.print(family_table(result))
+    for line in family_summary(result, j.name):
+        _say(line)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"judge": j.name, "judge_hash": j.judge_hash, "labels": str(labels),
-                                   "families": {f: {d: a.to_dict() for d, a in dims.items()}
-                                                for f, dims in agreement.items()},
-                                   "false_alarms": alarms.to_dict()}, indent=1, ensure_ascii=False) + "\n")
+                                   "split": str(split_path) if split_path else None, **result},
+                                  indent=1, ensure_ascii=False) + "\n")
         _say(f"written to {out}")

@@ -175,14 +175,15 @@ def report_table(rounds: Sequence[CalibrationRound], dimensions: Sequence[str] =
     if latest is not None and latest.families:
         lines += ["", f"round {latest.round}: independent families (written without the judge's checks), "
                       "agreement % [95% interval] (n)"]
-        for family, dims in sorted(latest.families.items(), key=lambda kv: (kv[0] == "all", kv[0])):
+        for family, dims in sorted(latest.families.items(), key=lambda kv: (kv[0].startswith("all"), kv[0])):
             cells = [f"{d[:3]} {_pct(dims[d].get('rate'))} [{_pct(dims[d].get('lo')).strip()}, "
                      f"{_pct(dims[d].get('hi')).strip()}] ({dims[d].get('n', 0)})"
                      for d in dimensions if d in dims]
             lines.append(f"  {family:28} " + "   ".join(cells))
         fa = latest.false_alarms
         if fa:
-            lines.append(f"  false alarms on clean: {fa['n'] - fa['agree']}/{fa['n']}")
+            which = "sealed clean" if any(f.startswith("all sealed") for f in latest.families) else "clean"
+            lines.append(f"  false alarms on {which}: {fa['n'] - fa['agree']}/{fa['n']}")
     return "\n".join(line.rstrip() for line in lines)
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..agent.trace import Span, ToolRecord, Trace
 from ..harness import Harness
 from .agreement import wilson
@@ -191,14 +193,76 @@ def judge_conversations(
     return [(c, judge.judge(to_trace(c, harness), harness)) for c in convs]
 
 
+@dataclass(frozen=True)
+class FamilySplit:
+    """Which families the judge's checks may be developed on (`dev`: read item by item while
+    fixing a check) and which stay sealed (never read, only scored): agreement on the sealed
+    families is the leave-one-family-out figure. Clean conversations are split by id, since
+    both halves are needed: false alarms are measured on the sealed half."""
+
+    dev: frozenset[str]
+    sealed: frozenset[str]
+    clean_dev_ids: frozenset[str] = frozenset()
+    clean_family: str = "clean"
+
+    def group(self, conv: LabelledConversation) -> str:
+        if conv.family == self.clean_family:
+            return "dev" if conv.id in self.clean_dev_ids else "sealed"
+        if conv.family in self.dev:
+            return "dev"
+        if conv.family in self.sealed:
+            return "sealed"
+        return "unassigned"
+
+    def family(self, conv: LabelledConversation) -> str:
+        """The row a conversation is reported in: clean splits into clean:dev / clean:sealed."""
+        return f"{conv.family}:{self.group(conv)}" if conv.family == self.clean_family else conv.family
+
+
+def split_file(labels: Path | str) -> Path:
+    """Where a labels file's split lives: `<stem>.split.yaml` beside it."""
+    labels = Path(labels)
+    return labels.with_name(labels.stem + ".split.yaml")
+
+
+def load_split(path: Path | str, convs: Sequence[LabelledConversation] | None = None) -> FamilySplit:
+    """A split file: {dev: [families], sealed: [families], clean_dev_ids: [ids]}. With `convs`,
+    every family must be assigned to exactly one side and every id must exist."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text("utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConversationError(f"{path}: cannot read the family split ({exc})") from None
+    if not isinstance(data, dict) or not {"dev", "sealed"} <= set(data):
+        raise ConversationError(f"{path}: expected a mapping with 'dev' and 'sealed' family lists")
+    split = FamilySplit(frozenset(map(str, data["dev"] or [])), frozenset(map(str, data["sealed"] or [])),
+                        frozenset(map(str, data.get("clean_dev_ids") or [])),
+                        str(data.get("clean_family", "clean")))
+    problems = [f"{path}: family '{f}' is both dev and sealed" for f in sorted(split.dev & split.sealed)]
+    if convs is not None:
+        families = {c.family for c in convs} - {split.clean_family}
+        problems += [f"{path}: family '{f}' is neither dev nor sealed" for f in sorted(
+            families - split.dev - split.sealed)]
+        ids = {c.id for c in convs if c.family == split.clean_family}
+        problems += [f"{path}: clean_dev_ids names '{i}', not a clean conversation" for i in sorted(
+            split.clean_dev_ids - ids)]
+    if problems:
+        raise ConversationError("\n".join(problems))
+    return split
+
+
 def family_agreement(
-    judged: Iterable[tuple[LabelledConversation, Verdict]], thresholds: Mapping[str, float]
+    judged: Iterable[tuple[LabelledConversation, Verdict]], thresholds: Mapping[str, float],
+    split: FamilySplit | None = None,
 ) -> dict[str, dict[str, Agreement]]:
-    """family -> dimension -> Agreement (plus family "all"). A verdict passes a dimension at the
+    """family -> dimension -> Agreement (plus family "all"; with a split, also "all dev" and
+    "all sealed", and clean as clean:dev / clean:sealed). A verdict passes a dimension at the
     judge's threshold; the label says whether it should."""
     out: dict[str, dict[str, Agreement]] = {}
     for conv, verdict in judged:
-        for family in (conv.family, "all"):
+        rows = (conv.family, "all") if split is None else (
+            split.family(conv), f"all {split.group(conv)}", "all")
+        for family in rows:
             for dim in DIMENSIONS:
                 a = out.setdefault(family, {}).setdefault(dim, Agreement())
                 said = verdict.passed(dim, thresholds.get(dim, 0.5))
@@ -217,12 +281,15 @@ def false_alarms(
     judged: Iterable[tuple[LabelledConversation, Verdict]],
     thresholds: Mapping[str, float],
     clean_family: str = "clean",
+    split: FamilySplit | None = None,
+    group: str = "sealed",
 ) -> Agreement:
     """Clean conversations (labelled 1/1) the judge failed on some dimension: agree = not
-    failed, so `1 - rate` is the false-alarm rate."""
+    failed, so `1 - rate` is the false-alarm rate. With a split, only the clean conversations
+    of `group`."""
     a = Agreement()
     for conv, verdict in judged:
-        if conv.family != clean_family:
+        if conv.family != clean_family or (split is not None and split.group(conv) != group):
             continue
         a.n += 1
         failed = [d for d in DIMENSIONS if not verdict.passed(d, thresholds.get(d, 0.5))]
@@ -231,3 +298,20 @@ def false_alarms(
         else:
             a.agree += 1
     return a
+
+
+def family_report(judge: Judge, convs: Sequence[LabelledConversation], harness: Harness,
+                  split: FamilySplit | None = None) -> dict[str, Any]:
+    """The judge on every conversation: per-family agreement (JSON-ready) and false alarms
+    on clean conversations (with a split, the sealed half's, and the dev half's beside it)."""
+    thresholds = getattr(judge, "thresholds", {"accuracy": 0.5, "effectiveness": 0.5})
+    judged = judge_conversations(judge, convs, harness)
+    agreement = family_agreement(judged, thresholds, split)
+    out: dict[str, Any] = {
+        "families": {f: {d: a.to_dict() for d, a in dims.items()} for f, dims in agreement.items()},
+        "groups": ({f: split.group(c) for c in convs for f in [split.family(c)]} if split else {}),
+        "false_alarms": false_alarms(judged, thresholds, split=split).to_dict(),
+    }
+    if split is not None:
+        out["false_alarms_dev"] = false_alarms(judged, thresholds, split=split, group="dev").to_dict()
+    return out
