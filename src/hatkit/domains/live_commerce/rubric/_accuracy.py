@@ -237,14 +237,14 @@ class _AccuracyChecks(_RunBase):
 
     def _free_shipping(self, c: Claim, facts: list[_ProductFacts], claims: list[Claim]) -> None:
         s = self.scope
+        if any(x.kind == "money" and x.role == "threshold" and x.clause == c.clause for x in claims):
+            return  # "free shipping over $X" / "满$99包邮": a rule, its threshold claim is checked
         if s.shipping:
             fees = [x[0] for x in s.shipping]
             ok = 0 in fees
             self.chk(c, ok, "" if ok else "shipping fee " + ", ".join(_money_text(x) for x in fees),
                      "tool:get_shipping_info")
             return
-        if any(x.kind == "money" and x.role == "threshold" and x.clause == c.clause for x in claims):
-            return  # "free shipping over $X": the threshold claim is checked
         th = self.a.rules.get("free_shipping_threshold")
         ok = isinstance(th, int | float) and any(f.p.price >= float(th) for f in facts)
         self.chk(c, ok, "" if ok else "a get_shipping_info result with a zero fee", "trace:tool_calls")

@@ -26,6 +26,7 @@ _ASK = {k: re.compile(v, re.I) for k, v in {
     "size": r"\bfit\b|\bfits\b|runs? (?:small|large|big)|measure|dimensions|true to size|size guide|"
             r"尺码|合身|偏小|偏大|版型|尺寸|量下来|会不会紧|穿着|(?<!惠)码可以|码.{0,3}合适",
     "claim": r"\bcur(?:e|es|ing)\b|\btreat|\bheal|\bprevent|\bfix\b|get rid of|clinically|"
+             r"\bhelps? (?:with|for)\b|\brelieve|\bsoothe|good for (?:my|your|the) |"
              r"instead of medicine|guaranteed|best in the world|治|代替药|改善|能好吗|彻底解决|有效|世界第一",
     "chat": r"^\W*(?:hi|hello|hey|good (?:morning|evening|afternoon)|thanks|thank you|ok got it|appreciate|"
             r"how are you|what'?s your name|how'?s your day|first time)|大家好|你好|主播好|谢谢|感谢|晚上好|"
@@ -59,7 +60,7 @@ class _AskReader(_RunBase):
             return ["injection"]
         mentions = find_products(turn.user, self.lex)
         text = _blank(turn.user, mentions)  # product names say nothing of the question ("Fit 2 ...")
-        if _ASK["claim"].search(text):
+        if _ASK["claim"].search(text) or any(p.search(text) for p in self.cfg.health):
             return ["claim"]
         if len({c.product_id for c in mentions}) >= 2:
             return ["compare"]
@@ -85,10 +86,6 @@ class _AskReader(_RunBase):
             asked = sorted({_TOOL_ASPECTS[c] for c in canon if c in _TOOL_ASPECTS}) or ["open"]
         if "deals" in asked and "price" not in asked:
             asked.insert(0, "price")  # the agent's pricing skill: price (and saving) with the deals
-        if "price" in asked:
-            asked.append("saving")
-        if "size" in asked and "stock" not in asked:
-            asked.append("stock")
         return asked
 
     def _spec_keys(self, text: str, focus: set[str]) -> list[str]:

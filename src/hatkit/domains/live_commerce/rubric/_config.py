@@ -34,6 +34,8 @@ class _Config:
     persona: list[re.Pattern[str]]
     injection: list[re.Pattern[str]]
     leak: list[re.Pattern[str]]
+    health: list[re.Pattern[str]]
+    """What a health question is about (conditions, symptoms, body functions)."""
 
     def num(self, name: str) -> float:
         return float(self.rules[name])
@@ -50,4 +52,5 @@ class _Config:
             return [p for _, ps in _patterns(h, names(key)) for p in ps]
 
         return cls(r, _patterns(h, names("compliance_hooks")), frozenset(names("accuracy_hooks")),
-                   flat("persona_hooks"), flat("injection_hooks"), flat("leak_hooks"))
+                   flat("persona_hooks"), flat("injection_hooks"), flat("leak_hooks"),
+                   flat("health_topic_hooks"))

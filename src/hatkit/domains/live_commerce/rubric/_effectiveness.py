@@ -10,7 +10,7 @@ from hatkit.judge.verdict import Evidence
 from ._ask import _AskReader, _blank
 from ._episode import _Turn
 from ._facts import _ProductFacts
-from .claims import Claim, cents, find_products, money_values
+from .claims import NEGATION, Claim, cents, find_products, money_values
 
 _HONEST = re.compile(r"can(?:'|no)t check|not able to check|try again|human (?:colleague|agent)|"
                      r"查不到|稍后再试|人工客服", re.I)
@@ -37,7 +37,7 @@ class _EffectivenessChecks(_AskReader):
             self.ev.append(Evidence("effectiveness", tag + "reply", False, "a non-empty reply", "rubric"))
             return 0.0
         asked = self._aspects(turn, focus, category, attempt)
-        good = [c for c in claims if (c.start, c.end) not in self._failed]  # a wrong fact answers nothing
+        good = claims  # effectiveness asks whether it answered; whether the answer is right is accuracy
         parts = {a: self._answered(a, reply, good, focus, turn) for a in asked}
         for a, score in parts.items():
             self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,
@@ -47,15 +47,15 @@ class _EffectivenessChecks(_AskReader):
         failed = any(not ok_record(r) for r in turn.records)
         if frac < 1.0 and _HONEST.search(reply) and (failed or not turn.records):
             answer = max(answer, cfg.num("honest_unavailable_credit"))
-        over = len(reply) - self.a.limit
+        over = len(turn.raw) - self.a.limit
         length = 1.0 if over <= 0 else cfg.num("over_length_credit") * max(0.0, 1 - over / self.a.limit)
-        self.ev.append(Evidence("effectiveness", f"{tag}reply length {len(reply)}", over <= 0,
+        self.ev.append(Evidence("effectiveness", f"{tag}reply length {len(turn.raw)}", over <= 0,
                                 f"<= {self.a.limit} chars", "rule:reply_max_chars"))
         style = self._style(reply, focus, claims, tag)
         score = (cfg.num("effectiveness_weight_answer") * answer
                  + cfg.num("effectiveness_weight_length") * length
                  + cfg.num("effectiveness_weight_style") * style)
-        broken = turn.fallback or reply == self.a.fallback
+        broken = turn.fallback or turn.raw == self.a.fallback
         hit = next((m.group(0) for p in cfg.persona if (m := p.search(reply))), None)
         if broken or hit:
             self.ev.append(Evidence("effectiveness", tag + (hit or "fallback reply"), False,
@@ -104,8 +104,11 @@ class _EffectivenessChecks(_AskReader):
             return float(any(_spec_in(v, low) for v in values)) if values else 1.0
         if aspect == "compare":
             return self._compare(low, claims, turn.user)
-        if aspect == "claim":
-            return 1.0 if "product" in kinds or not focus else (0.5 if _DOCTOR.search(reply) else 0.0)
+        if aspect == "claim":  # declining the claim, or saying what the product is, answers it
+            if "product" in kinds or not focus or _DOCTOR.search(reply) or NEGATION.search(reply) or any(
+                    p.search(reply) for p in self.cfg.health):  # a wrong answer is still an answer
+                return 1.0
+            return float(any(_spec_in(v, low) for f in facts for v in [*f.p.specs.values(), *f.p.materials]))
         return 1.0  # chat, injection, open: a reply is an answer
 
     def _deals(self, low: str, claims: list[Claim], facts: list[_ProductFacts]) -> float:
@@ -181,7 +184,15 @@ class _EffectivenessChecks(_AskReader):
         return float(ok)
 
 
+_WORDS = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
+
+
 def _spec_in(value: str, low: str) -> bool:
+    """A spec value is stated verbatim, by its first part, or by most of its words in any order
+    ("dishwasher-safe baskets" in "the baskets are dishwasher-safe")."""
     v = value.lower().strip()
     first = re.split(r"[,(;]", v)[0].strip()
-    return v in low or (len(first) >= 2 and first in low)
+    if v in low or (len(first) >= 2 and first in low):
+        return True
+    words = {w for w in _WORDS.findall(first) if len(w) > 2 or w.isdigit() or "\u4e00" <= w <= "\u9fff"}
+    return len(words) >= 2 and len(words & set(_WORDS.findall(low))) / len(words) >= 0.75

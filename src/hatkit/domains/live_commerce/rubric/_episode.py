@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hatkit.agent.trace import ToolRecord, Trace, ok_record
+from hatkit.judge.numbers import digits_for_words
 
 from .claims import cents, money_values, percent_values
 
@@ -24,8 +25,11 @@ _MONEY_KEYS = frozenset({"price", "list_price", "min_spend", "order_total", "fre
 class _Turn:
     user: str
     reply: str = ""
+    """The reply as the checks read it: numbers in words written as digits ("Sixty days")."""
     fallback: bool = False
     records: list[ToolRecord] = field(default_factory=list)
+    raw: str = ""
+    """The reply as written (its length is what the viewer sees)."""
 
 
 def _turns(trace: Trace) -> list[_Turn]:
@@ -43,6 +47,8 @@ def _turns(trace: Trace) -> list[_Turn]:
         turns[-1].reply = trace.final_reply.strip()
     for r in trace.tool_calls:
         turns[max(bisect.bisect_left(starts, r.turn) - 1, 0)].records.append(r)
+    for t in turns:
+        t.raw, t.reply = t.reply, digits_for_words(t.reply)
     return turns
 
 

@@ -82,7 +82,7 @@ _NO_RETURNS = re.compile(r"\bno returns?\b|\bcan(?:no|')t be returned\b|\bnot re
                          re.I)
 _CONDITIONAL = re.compile(r"opened|used|worn|开封|拆封|使用过|用过", re.I)
 _FREE_SHIP = re.compile(r"\bfree (?:standard )?shipping\b|\bships? (?:for )?free\b|"
-                        r"\bshipping (?:is |will be |would be )?(?:totally |completely )?free\b|"
+                        r"\bshipping(?:'s| is| will be| would be)? (?:totally |completely )?free\b|"
                         r"\bshipping\b(?:[^.!?;。！？；]|\.(?=\d)){0,40}?\bis free\b|"
                         r"免运费|包邮|免邮|运费全免|不收运费", re.I)
 _CODE = re.compile(r"(?<![A-Za-z0-9-])([A-Z][A-Z0-9]{3,19})(?![A-Za-z0-9-])")
@@ -104,7 +104,8 @@ _BEFORE_SAVING = re.compile(r"(?:\bsave|\bsaving|\bsavings|\bdiscount(?: of)?|\b
 _BEFORE_LIST = re.compile(r"(?:list price|regular(?: price)?|original(?:ly)?(?: price)?|\bwas|retail|msrp|"
                           r"(?:down|reduced|marked down|discounted) from|instead of|usually|normally|"
                           r"原价|划线价)\s?(?:is|of|at|[:：]|是|为)?\s?$", re.I)
-_BEFORE_THRESHOLD = re.compile(r"(?:\bover|\babove|at least|\bfrom|spend(?:ing)?|orders? of|orders? over|满|"
+_BEFORE_THRESHOLD = re.compile(r"(?:\bover|\babove|at least|\bfrom|spend(?:ing)?|orders? of|orders? over|"
+                               r"\b(?:hits?|reach(?:es)?|passes|crosses|tops)|满|"
                                r"超过|达到|凑够?|满额)\s?$", re.I)
 _FEE_WORDS = re.compile(r"shipping|delivery fee|\bfee\b|express|postage|\botherwise\b|"
                         r"运费|邮费|快递|否则", re.I)
@@ -147,7 +148,7 @@ def _build(catalog: Catalog) -> Lexicon:
         for i in range(len(toks)):
             for j in range(i + 2, len(toks) + 1):
                 gram = toks[i:j]
-                if _content(gram[0]) and _content(gram[-1]):
+                if _content(gram[0]) and (_content(gram[-1]) or (gram[-1].isdigit() and len(gram) == 2)):
                     grams.setdefault(gram, set()).add(p.id)
     aliases: dict[str, list[tuple[tuple[str, ...], str]]] = {}
     entries = {g: next(iter(ids)) for g, ids in grams.items() if len(ids) == 1}

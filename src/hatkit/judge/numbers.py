@@ -1,0 +1,105 @@
+"""Numbers written in words, rewritten as digits where a unit says what they count, so a judge
+that reads digits also reads "Sixty days", "eight dollars and forty-nine cents", "还剩三件" or
+"二十三块二".
+
+Only a number word followed by a unit (days, dollars, cents, left, percent, 天, 块, 件, 折, ...)
+is rewritten: "no one knows", "一般" and "第一次" stay as they are. Deterministic and cheap
+(one regex pass per language; a reply with no number word is returned unchanged).
+"""
+
+from __future__ import annotations
+
+import re
+
+_EN_UNITS = {w: i for i, w in enumerate((
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+    "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"))}
+_EN_TENS = {w: 10 * i for i, w in enumerate(
+    ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")) if w}
+_EN_WORD = "a (?:hundred|thousand)|" + "|".join(sorted([*_EN_UNITS, *_EN_TENS, "hundred", "thousand"],
+                                                       key=len, reverse=True))
+_EN_AFTER = (r"(?:business |working |calendar )?days?\b|weeks?\b|dollars?\b|bucks\b|cents?\b|percent\b|"
+             r"(?:units?|pieces?|pairs?|items?|bottles?|packs?|boxes|sets?) (?:left|in stock|remaining)\b|"
+             r"left\b|in stock\b|remaining\b|(?:to|or) (?:\d|(?:" + _EN_WORD + r")\b)|(?:-| )day\b")
+_EN_NUMBER = re.compile(
+    rf"(?<![\w-])((?:{_EN_WORD})(?:(?:-| and | )(?:{_EN_WORD}))*)(?=\s?(?:{_EN_AFTER}))", re.I)
+_EN_CENTS = re.compile(r"(?<![\w$.])(\d+) dollars? (?:and )?(\d{1,2}) cents?\b", re.I)
+
+_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
+              "八": 8, "九": 9}
+_ZH_MULT = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+_ZH_NUM = "[零〇一二两三四五六七八九十百千万]+"
+_ZH_UNIT = r"(?:个工作日|个?小时|天|周|块|元|美元|美金|件|个|双|套|瓶|盒|支|份|包|条|台|顶|折|%|％|分钱|毛)"
+_ZH_NUMBER = re.compile(rf"({_ZH_NUM})(?:(到|至|~|-)({_ZH_NUM}))?(?={_ZH_UNIT})")
+_ZH_MONEY_TAIL = re.compile(r"(\d+)块(\d)(?:毛(?:(\d)分?)?)?(?![\d.])")
+_ZH_MONEY_ONLY_TAIL = re.compile(r"(?<=[块毛])([一二两三四五六七八九])(?![一二两三四五六七八九十百千万\d])")
+
+
+def _en_value(phrase: str) -> int:
+    total, current = 0, 0
+    for word in re.split(r"[- ]+", phrase.lower()):
+        if word in ("and", ""):
+            continue
+        if word == "a":
+            current = current or 1  # "a hundred"
+        elif word in _EN_UNITS:
+            current += _EN_UNITS[word]
+        elif word in _EN_TENS:
+            current += _EN_TENS[word]
+        elif word == "hundred":
+            current = (current or 1) * 100
+        elif word == "thousand":
+            total += (current or 1) * 1000
+            current = 0
+    return total + current
+
+
+def zh_value(text: str) -> int | None:
+    """二十三 -> 23, 一百二十九 -> 129, 两 -> 2, 一二八 -> 128 (digits read one by one)."""
+    if not any(c in _ZH_MULT for c in text):
+        if all(c in _ZH_DIGITS for c in text):
+            return int("".join(str(_ZH_DIGITS[c]) for c in text))
+        return None
+    total, section, digit = 0, 0, None
+    for c in text:
+        if c in _ZH_DIGITS:
+            digit = _ZH_DIGITS[c]
+        elif c == "万":
+            total += (section + (digit or 0)) * 10000
+            section, digit = 0, None
+        elif c in _ZH_MULT:
+            section += (1 if digit is None else digit) * _ZH_MULT[c]
+            digit = None
+        else:
+            return None
+    return total + section + (digit or 0)
+
+
+def _zh_replace(m: re.Match[str]) -> str:
+    first, sep, second = m.group(1), m.group(2), m.group(3)
+    unit = m.string[m.end():m.end() + 1]
+    if unit == "折" and not sep and len(first) == 2 and all(c in _ZH_DIGITS for c in first):
+        return f"{_ZH_DIGITS[first[0]]}.{_ZH_DIGITS[first[1]]}"  # 八五折: 85% of the price
+    if not sep and len(first) == 2 and all(c in _ZH_DIGITS and c not in "零〇" for c in first) and (
+            _ZH_DIGITS[first[1]] == _ZH_DIGITS[first[0]] + 1):
+        return f"{_ZH_DIGITS[first[0]]}-{_ZH_DIGITS[first[1]]}"  # 两三天: two or three days
+    a = zh_value(first)
+    if a is None:
+        return m.group(0)
+    if not sep:
+        return str(a)
+    b = zh_value(second)
+    return f"{a}{sep}{b}" if b is not None else m.group(0)
+
+
+def digits_for_words(text: str) -> str:
+    """`text` with counted numbers in words written as digits (English and Chinese)."""
+    if _EN_NUMBER.search(text):
+        text = _EN_NUMBER.sub(lambda m: str(_en_value(m.group(1))), text)
+        text = _EN_CENTS.sub(lambda m: f"${int(m.group(1))}.{int(m.group(2)):02d}", text)
+    if any("\u4e00" <= c <= "\u9fff" or c == "〇" for c in text):
+        text = _ZH_MONEY_ONLY_TAIL.sub(lambda m: str(_ZH_DIGITS[m.group(1)]), text)
+        text = _ZH_NUMBER.sub(_zh_replace, text)
+        text = _ZH_MONEY_TAIL.sub(
+            lambda m: f"{m.group(1)}.{m.group(2)}{m.group(3) or ''}元", text)
+    return text
