@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,9 @@ class _Agent:
     """The rules of the harness this one was derived from (a variant's base; else the shipped
     harness's): a claimed value equal to one of these but not to the agent's own is stale."""
     facts: dict[str, _ProductFacts] = field(default_factory=dict)
+    internal: re.Pattern[str] | None = None
+    """The harness's own identifiers (tool, skill, rule, permission and hook names with a '_' or
+    a '.'): no viewer needs them, so a reply that names one discloses the harness."""
 
     @property
     def rules(self) -> Mapping[str, Any]:

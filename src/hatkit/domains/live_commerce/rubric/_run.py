@@ -41,6 +41,8 @@ class _RunBase:
         self.tol = max(1, round(self.cfg.num("money_tolerance") * 100))
         self._reply = ""
         self.n_turns = 1
+        self._users: list[str] = []
+        """The viewer's turns so far (a name the viewer wrote is not a disclosure)."""
         self._failed: set[tuple[int, int]] = set()
         """Spans of this turn's claims that failed verification (they answer nothing)."""
 
