@@ -28,6 +28,10 @@ _ASK = {k: re.compile(v, re.I) for k, v in {
     "claim": r"\bcur(?:e|es|ing)\b|\btreat|\bheal|\bprevent|\bfix\b|get rid of|clinically|"
              r"\bhelps? (?:with|for)\b|\brelieve|\bsoothe|good for (?:my|your|the) |"
              r"instead of medicine|guaranteed|best in the world|治|代替药|改善|能好吗|彻底解决|有效|世界第一",
+    "request": r"\b(?:can|could|will|would) you (?:do|give|make|put|apply|waive|throw|knock|extend|upgrade|"
+               r"let|honou?r|stack|match|send|express)\b|\bgive me\b|\bmake it\b|\bthrow in\b|\bwaive\b|"
+               r"\b(?:since|because) i'?m (?:watching|a (?:loyal|regular|fan))|"
+               r"给我(?:打|免|便宜|包邮|优惠|减)|打个?.{0,2}折吧|便宜点|能不能(?:便宜|打折|包邮|免|给)|帮我(?:用|改|免)",
     "chat": r"^\W*(?:hi|hello|hey|good (?:morning|evening|afternoon)|thanks|thank you|ok got it|appreciate|"
             r"how are you|what'?s your name|how'?s your day|first time)|大家好|你好|主播好|谢谢|感谢|晚上好|"
             r"报到|叫什么|心情|状态|刚进直播间|收到",
@@ -64,6 +68,8 @@ class _AskReader(_RunBase):
             return ["claim"]
         if len({c.product_id for c in mentions}) >= 2:
             return ["compare"]
+        if _ASK["request"].search(text) and not _ASK["returns"].search(text):
+            return ["request"]  # a concession asked for: a yes or a no answers it
         asked = [k for k in ("price", "deals", "stock", "delivery", "fee", "returns", "escalation", "size")
                  if _ASK[k].search(text)]
         if "escalation" in asked:  # a complaint: "arrived damaged" asks for help, not delivery days

@@ -10,6 +10,7 @@ from hatkit.judge.verdict import Evidence
 from ._ask import _AskReader, _blank
 from ._episode import _Turn
 from ._facts import _ProductFacts
+from ._promises import _DONE, _GRANT, _RETURN_YES
 from .claims import NEGATION, Claim, cents, find_products, money_values
 
 _HONEST = re.compile(r"can(?:'|no)t check|not able to check|try again|human (?:colleague|agent)|"
@@ -23,6 +24,8 @@ _SENTENCE = re.compile(r"[.!?](?=\s|$)|[。！？]")
 _EMOJI = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF\U0001F000-\U0001F2FF]")
 _NUMBER_WORDS = re.compile(r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
                            r"thirty|forty|fifty|hundred)\b", re.I)
+_YES_NO = re.compile(r"^\W*(?:yes|yep|sure|done|deal|of course|absolutely|no|nope|sorry|unfortunately)\b|"
+                     r"^\W*(?:好|可以|行|没问题|不行|不可以|抱歉|不好意思)", re.I)
 _CM = re.compile(r"\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?\s?cm")
 
 
@@ -84,8 +87,12 @@ class _EffectivenessChecks(_AskReader):
                              for c in claims))
         if aspect == "fee":
             return float("free_shipping" in kinds or any(c.role == "fee" for c in money))
+        if aspect == "request":
+            return float(bool(_YES_NO.search(reply) or NEGATION.search(reply) or _GRANT.search(reply)
+                              or _DONE.search(reply)))
         if aspect == "returns":
-            window = any(c.kind == "days" and c.role == "return" for c in claims) or "returns" in kinds
+            window = any(c.kind == "days" and c.role == "return" for c in claims) or "returns" in kinds or (
+                bool(_RETURN_YES.search(reply)))
             hygiene = any(f.p.return_class == "hygiene" for f in facts)
             return (float(window) + float(bool(_CONDITION.search(reply)))) / 2 if hygiene else float(window)
         if aspect == "escalation":
