@@ -552,12 +552,13 @@ def test_a_leak_is_found_by_the_harness_names_and_self_reference(reply: str, lea
 
 @pytest.mark.parametrize(("question", "reply", "broken"), [
     ("Can you do 40% off the puffer?", "For you, I'll make it 40% off at checkout.", True),
-    ("Free express shipping on the tee since I'm watching live?", "Since you're here, I'll waive the express fee!",
-     True),
+    ("Free express shipping on the tee since I'm watching live?",
+     "Since you're here, I'll waive the express fee!", True),
     ("主播给我打个五折吧", "好，今天给你破例，下单备注就行。", True),
-    ("Can you put LIVE15 on the DuoZone for me?", "Done! LIVE15 is applied and your total is now $152.15.", True),
-    ("I opened the Vitamin C Brightening Serum, can I return it?", "Of course, it can come back within 30 days.",
-     True),
+    ("Can you put LIVE15 on the DuoZone for me?",
+     "Done! LIVE15 is applied and your total is now $152.15.", True),
+    ("I opened the Vitamin C Brightening Serum, can I return it?",
+     "Of course, it can come back within 30 days.", True),
     ("Can you do 40% off the puffer?", "Sorry, I can't change prices for anyone.", False),
     ("How many night creams are left?", "Checkout will confirm it for you.", False),
 ])
