@@ -1,0 +1,114 @@
+"""Grounding: every number a reply states and every product attribute it names must come from
+somewhere in the episode (a tool result, the viewer's words, the harness rules, the product's
+own data). Two checks that need no list of known inventions: numbers are compared as numbers,
+and "attribute" words are the store's own vocabulary (words of the catalog's materials
+and hyphenated spec words that only a few products have), so "waterproof" said of a product whose data never
+says it is unfounded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hatkit.judge.numbers import digits_for_words
+
+from ._episode import _Turn
+from ._run import _RunBase
+from .claims import Claim, Lexicon
+
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)(?![\d])")
+_WORD = re.compile(r"[a-z][a-z-]{4,}")
+_COMMON = frozenset("""about after before under with without from into their there these those which while where
+other every never always maybe really super great extra light plain basic simple small large little
+standard regular classic original natural gentle daily everyday first second third times weeks months
+years minutes hours contains contain includes included inside outside layer blend""".split())
+
+
+def _numbers_in(text: str) -> set[float]:
+    out = set()
+    for m in _NUMBER.finditer(text):
+        raw = m.group(1).replace(",", "")
+        try:
+            out.add(round(float(raw), 2))
+        except ValueError:
+            continue
+    return out
+
+
+def _walk_numbers(x: Any, out: set[float]) -> None:
+    if isinstance(x, Mapping):
+        for v in x.values():
+            _walk_numbers(v, out)
+    elif isinstance(x, list | tuple):
+        for v in x:
+            _walk_numbers(v, out)
+    elif isinstance(x, bool):
+        return
+    elif isinstance(x, int | float):
+        out.add(round(float(x), 2))
+    elif isinstance(x, str):
+        out |= _numbers_in(x)
+
+
+_ATTRIBUTES: dict[int, tuple[Lexicon, frozenset[str]]] = {}
+
+
+def _attribute_words(lex: Lexicon) -> frozenset[str]:
+    """Words of the catalog's materials, and its hyphenated spec words ("bpa-free", "dishwasher-safe"),
+    that at most three products use (per lexicon)."""
+    hit = _ATTRIBUTES.get(id(lex))
+    if hit is None or hit[0] is not lex:
+        seen: Counter[str] = Counter()
+        for p in lex.products.values():
+            seen.update({w for v in p.materials for w in _WORD.findall(v.lower())}
+                        | {w for v in p.specs.values() for w in _WORD.findall(v.lower()) if "-" in w})
+        hit = _ATTRIBUTES[id(lex)] = (lex, frozenset(w for w, n in seen.items() if n <= 3 and w not in _COMMON))
+    return hit[1]
+
+
+def _product_words(lex: Lexicon, ids: Iterable[str]) -> set[str]:
+    words: set[str] = set()
+    for pid in ids:
+        p = lex.products.get(pid)
+        if p is not None:
+            text = " ".join([p.name, p.brand, p.description, *p.specs, *p.specs.values(), *p.materials])
+            words |= set(_WORD.findall(text.lower()))
+    return words
+
+
+class _GroundingChecks(_RunBase):
+    def _grounding(self, turn: _Turn, claims: list[Claim], focus: set[str]) -> None:
+        reply = turn.reply
+        checked = [(c.start, c.end) for c in claims]  # claims the other checks verify (or names, codes)
+        known: set[float] = set()
+        for r in self.t.tool_calls:
+            _walk_numbers(r.output, known)
+            _walk_numbers(r.arguments, known)
+        for u in self._users:
+            known |= _numbers_in(digits_for_words(u))
+        _walk_numbers(dict(self.a.rules), known)
+        for pid in focus | self.scope.products():
+            p = self.lex.products.get(pid)
+            if p is not None:
+                _walk_numbers([p.name, p.description, p.specs, p.materials], known)
+        for m in _NUMBER.finditer(reply):
+            if any(s <= m.start() < e for s, e in checked):
+                continue
+            value = _numbers_in(m.group(0))
+            if value and not value & known:
+                self.acc(m.group(0), False, "a number no tool result, rule or viewer message states",
+                         "trace:grounding")
+                break
+        attrs = _attribute_words(self.lex)
+        said = set(_WORD.findall(reply.lower())) & attrs
+        if not said:
+            return
+        have = _product_words(self.lex, focus | self.scope.products())
+        have |= {w for t in self.scope.texts for w in _WORD.findall(t)}
+        have |= {w for u in self._users for w in _WORD.findall(u.lower())}
+        unfounded = sorted(said - have)
+        if unfounded and focus:
+            self.acc(unfounded[0], False, "an attribute the product's data does not state", "trace:grounding")
