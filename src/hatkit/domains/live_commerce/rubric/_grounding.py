@@ -21,10 +21,7 @@ from .claims import Claim, Lexicon
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)(?![\d])")
 _WORD = re.compile(r"[a-z][a-z-]{4,}")
-_COMMON = frozenset("""about after before under with without from into their there these those which while where
-other every never always maybe really super great extra light plain basic simple small large little
-standard regular classic original natural gentle daily everyday first second third times weeks months
-years minutes hours contains contain includes included inside outside layer blend""".split())
+_COMMON = frozenset(["about", "after", "before", "under", "with", "without", "from", "into", "their", "there", "these", "those", "which", "while", "where", "other", "every", "never", "always", "maybe", "really", "super", "great", "extra", "light", "plain", "basic", "simple", "small", "large", "little", "standard", "regular", "classic", "original", "natural", "gentle", "daily", "everyday", "first", "second", "third", "times", "weeks", "months", "years", "minutes", "hours", "contains", "contain", "includes", "included", "inside", "outside", "layer", "blend"])
 
 
 def _numbers_in(text: str) -> set[float]:
