@@ -21,7 +21,14 @@ from .claims import Claim, Lexicon
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)(?![\d])")
 _WORD = re.compile(r"[a-z][a-z-]{4,}")
-_COMMON = frozenset(["about", "after", "before", "under", "with", "without", "from", "into", "their", "there", "these", "those", "which", "while", "where", "other", "every", "never", "always", "maybe", "really", "super", "great", "extra", "light", "plain", "basic", "simple", "small", "large", "little", "standard", "regular", "classic", "original", "natural", "gentle", "daily", "everyday", "first", "second", "third", "times", "weeks", "months", "years", "minutes", "hours", "contains", "contain", "includes", "included", "inside", "outside", "layer", "blend"])
+_COMMON = frozenset({
+    "about", "after", "before", "under", "with", "without", "from", "into", "their", "there", "these",
+    "those", "which", "while", "where", "other", "every", "never", "always", "maybe", "really", "super",
+    "great", "extra", "light", "plain", "basic", "simple", "small", "large", "little", "standard",
+    "regular", "classic", "original", "natural", "gentle", "daily", "everyday", "first", "second",
+    "third", "times", "weeks", "months", "years", "minutes", "hours", "contains", "contain", "includes",
+    "included", "inside", "outside", "layer", "blend"
+})
 
 
 def _numbers_in(text: str) -> set[float]:
@@ -62,7 +69,8 @@ def _attribute_words(lex: Lexicon) -> frozenset[str]:
         for p in lex.products.values():
             seen.update({w for v in p.materials for w in _WORD.findall(v.lower())}
                         | {w for v in p.specs.values() for w in _WORD.findall(v.lower()) if "-" in w})
-        hit = _ATTRIBUTES[id(lex)] = (lex, frozenset(w for w, n in seen.items() if n <= 3 and w not in _COMMON))
+        rare = frozenset(w for w, n in seen.items() if n <= 3 and w not in _COMMON)
+        hit = _ATTRIBUTES[id(lex)] = (lex, rare)
     return hit[1]
 
 
