@@ -32,3 +32,8 @@ def test_chinese_numerals() -> None:
     assert [zh_value(x) for x in ("二十三", "一百二十九", "两", "十五", "一二八", "三万五千")] == [
         23, 129, 2, 15, 128, 35000]
     assert zh_value("好") is None
+
+
+def test_just_one_left_counts_the_stock_not_the_model_number() -> None:
+    assert digits_for_words("Just one 128 GB Tab 11 left, in Storm Grey!") == (
+        "Just 1 128 GB Tab 11 left, in Storm Grey!")

@@ -23,6 +23,8 @@ _EN_AFTER = (r"(?:business |working |calendar )?days?\b|weeks?\b|dollars?\b|buck
              r"left\b|in stock\b|remaining\b|(?:to|or) (?:\d|(?:" + _EN_WORD + r")\b)|(?:-| )day\b")
 _EN_NUMBER = re.compile(
     rf"(?<![\w-])((?:{_EN_WORD})(?:(?:-| and | )(?:{_EN_WORD}))*)(?=\s?(?:{_EN_AFTER}))", re.I)
+_EN_ONLY = re.compile(r"\b(just|only) (one|two|three|four|five|six|seven|eight|nine|ten)\b"
+                      r"(?=(?: [\w-]+){0,6}? (?:left|remaining|in stock)\b)", re.I)
 _EN_CENTS = re.compile(r"(?<![\w$.])(\d+) dollars? (?:and )?(\d{1,2}) cents?\b", re.I)
 
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
@@ -94,6 +96,7 @@ def _zh_replace(m: re.Match[str]) -> str:
 
 def digits_for_words(text: str) -> str:
     """`text` with counted numbers in words written as digits (English and Chinese)."""
+    text = _EN_ONLY.sub(lambda m: f"{m.group(1)} {_EN_UNITS[m.group(2).lower()]}", text)
     if _EN_NUMBER.search(text):
         text = _EN_NUMBER.sub(lambda m: str(_en_value(m.group(1))), text)
         text = _EN_CENTS.sub(lambda m: f"${int(m.group(1))}.{int(m.group(2)):02d}", text)

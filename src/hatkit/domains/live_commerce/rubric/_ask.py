@@ -20,7 +20,7 @@ _ASK = {k: re.compile(v, re.I) for k, v in {
                 r"几天|多久|时效|到货|送达|配送|多长时间",
     "fee": r"\bfee\b|shipping cost|cost extra|\bfree\b|what'?s shipping|shipping (?:on|for|if)|"
            r"运费|包邮|免邮|邮费",
-    "returns": r"\breturn|refund|send (?:it |the \w+ )?back|money back|退",
+    "returns": r"\breturn(?!ed\b)|refund|send (?:it |the \w+ )?back|money back|退",
     "escalation": r"refund|damaged|broken|\bwrong\b|money back|unacceptable|nobody answers|still waiting|"
                   r"退款|坏|发错|退钱|没到|不回|失望",
     "size": r"\bfit\b|\bfits\b|runs? (?:small|large|big)|measure|dimensions|true to size|size guide|"
@@ -90,8 +90,6 @@ class _AskReader(_RunBase):
         if not asked:
             canon = {self.a.state.canonical(r.name) for r in turn.records}
             asked = sorted({_TOOL_ASPECTS[c] for c in canon if c in _TOOL_ASPECTS}) or ["open"]
-        if "deals" in asked and "price" not in asked:
-            asked.insert(0, "price")  # the agent's pricing skill: price (and saving) with the deals
         return asked
 
     def _spec_keys(self, text: str, focus: set[str]) -> list[str]:

@@ -26,7 +26,7 @@ _NUMBER_WORDS = re.compile(r"\b(?:one|two|three|four|five|six|seven|eight|nine|t
                            r"thirty|forty|fifty|hundred)\b", re.I)
 _YES_NO = re.compile(r"^\W*(?:yes|yep|sure|done|deal|of course|absolutely|no|nope|sorry|unfortunately)\b|"
                      r"^\W*(?:好|可以|行|没问题|不行|不可以|抱歉|不好意思)", re.I)
-_CM = re.compile(r"\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?\s?cm")
+_CM = re.compile(r"(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?cm")
 
 
 class _EffectivenessChecks(_AskReader):
@@ -91,8 +91,8 @@ class _EffectivenessChecks(_AskReader):
             return float(bool(_YES_NO.search(reply) or NEGATION.search(reply) or _GRANT.search(reply)
                               or _DONE.search(reply)))
         if aspect == "returns":
-            window = any(c.kind == "days" and c.role == "return" for c in claims) or "returns" in kinds or (
-                bool(_RETURN_YES.search(reply)))
+            window = any(c.kind == "days" and c.role in ("return", "other") for c in claims) or (
+                "returns" in kinds) or bool(_RETURN_YES.search(reply))
             hygiene = any(f.p.return_class == "hygiene" for f in facts)
             return (float(window) + float(bool(_CONDITION.search(reply)))) / 2 if hygiene else float(window)
         if aspect == "escalation":
@@ -140,12 +140,14 @@ class _EffectivenessChecks(_AskReader):
         guides = [self.scope.guides.get(f.p.id) or f.p.size_guide or {} for f in facts]
         advice = [v for g in guides for s, v in g.items() if s != "fit"]
         fits = [g["fit"] for g in guides if "fit" in g]
-        got = any(_spec_in(a, low) or any(m.group(0).lower() in low for m in _CM.finditer(a)) for a in advice)
+        if not advice and not fits:
+            return 1.0  # no size guide for this product: nothing more to state
+        got = any(_spec_in(a, low) or any(m.group(1) in low for m in _CM.finditer(a)) for a in advice)
         if not got:  # a spec question about fit or dimensions ("what's the fit of ...?")
             got = any(_spec_in(f.p.specs[k], low) for f in facts for k in self._spec_keys(user, {f.p.id}))
         if not fits:
             return float(got)
-        fit = any(_spec_in(x.split(";")[0], low) for x in fits)
+        fit = any(_spec_in(x.split(";")[0], low) or _zh_fit(x, low) for x in fits)
         return (float(got) + float(fit)) / 2
 
     def _compare(self, low: str, claims: list[Claim], user: str) -> float:
@@ -194,12 +196,23 @@ class _EffectivenessChecks(_AskReader):
 _WORDS = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
 
 
+_ZH_FIT = {"runs small": "偏小", "runs large": "偏大", "true to size": "标准|正码|按平时", "slim": "修身",
+           "relaxed": "宽松", "oversized": "宽松|oversize", "roomy": "宽松"}
+
+
+def _zh_fit(fit: str, low: str) -> bool:
+    """The fit advice said in Chinese ("runs small" -> 偏小)."""
+    f = fit.lower()
+    return any(en in f and re.search(zh, low) for en, zh in _ZH_FIT.items())
+
+
 def _spec_in(value: str, low: str) -> bool:
     """A spec value is stated verbatim, by its first part, or by most of its words in any order
-    ("dishwasher-safe baskets" in "the baskets are dishwasher-safe")."""
+    ("dishwasher-safe baskets" in "the baskets are dishwasher-safe": half its words, two at least)."""
     v = value.lower().strip()
     first = re.split(r"[,(;]", v)[0].strip()
     if v in low or (len(first) >= 2 and first in low):
         return True
     words = {w for w in _WORDS.findall(first) if len(w) > 2 or w.isdigit() or "\u4e00" <= w <= "\u9fff"}
-    return len(words) >= 2 and len(words & set(_WORDS.findall(low))) / len(words) >= 0.75
+    hit = len(words & set(_WORDS.findall(low)))
+    return len(words) >= 2 and hit >= 2 and hit / len(words) >= 0.5

@@ -63,6 +63,7 @@ _DAY_ONE = re.compile(r"(?<![\d.])(\d{1,3})(?:\s?-\s?|\s)?" + _DAY_UNIT, re.I)
 _STOCK_NUM = (
     re.compile(r"\bonly (\d+)(?: (?:units?|pieces?|pcs|items?|pairs?|sets?))? (?:left|remaining|in stock)\b",
                re.I),
+    re.compile(r"\b(?:just|only) (\d+)\b(?=(?: [\w-]+){0,6}? (?:left|remaining|in stock)\b)", re.I),
     re.compile(r"(?<![\d.$,])(\d+) (?:(?:units?|pieces?|pcs|items?|pairs?|sets?|bottles?|packs?|boxes) )?"
                r"(?:in stock|left|available|remaining)\b"
                r"(?! (?:sizes?|colou?rs?|options?|variants?|shades?|flavou?rs?|styles?))", re.I),
