@@ -37,3 +37,16 @@ def test_chinese_numerals() -> None:
 def test_just_one_left_counts_the_stock_not_the_model_number() -> None:
     assert digits_for_words("Just one 128 GB Tab 11 left, in Storm Grey!") == (
         "Just 1 128 GB Tab 11 left, in Storm Grey!")
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("it's twenty-nine twenty right now", "it's $29.20 right now"),
+    ("a flat six ninety-nine", "a flat $6.99"),
+    ("99 bucks, down from one twenty-nine", "99 bucks, down from $129"),
+    ("twenty nine days", "29 days"),
+    ("three weeks to send it back", "21 days to send it back"),
+    ("phones get a full month", "phones get 30 days"),
+    ("送达要一周左右", "送达要7天左右"),
+])
+def test_colloquial_prices_and_spans_in_days(text: str, want: str) -> None:
+    assert digits_for_words(text) == want

@@ -25,6 +25,18 @@ _EN_NUMBER = re.compile(
     rf"(?<![\w-])((?:{_EN_WORD})(?:(?:-| and | )(?:{_EN_WORD}))*)(?=\s?(?:{_EN_AFTER}))", re.I)
 _EN_ONLY = re.compile(r"\b(just|only) (one|two|three|four|five|six|seven|eight|nine|ten)\b"
                       r"(?=(?: [\w-]+){0,6}? (?:left|remaining|in stock)\b)", re.I)
+_EN_SIMPLE = "|".join(sorted([*_EN_UNITS, *_EN_TENS], key=len, reverse=True))
+_EN_2DIGIT = (rf"(?:(?:{'|'.join(_EN_TENS)})(?:-(?:{'|'.join(w for w in _EN_UNITS if _EN_UNITS[w] < 10)}))?|"
+              rf"{'|'.join(w for w in _EN_UNITS if _EN_UNITS[w] >= 10)})")
+_EN_DIGIT = "|".join(w for w in _EN_UNITS if 0 < _EN_UNITS[w] < 10)
+_EN_PRICE = re.compile(
+    rf"(?<![\w-])((?:{'|'.join(_EN_TENS)})-(?:{_EN_DIGIT})|{'|'.join(w for w in _EN_UNITS if 0 < _EN_UNITS[w] < 20)})"
+    rf" ({_EN_2DIGIT})(?![\w-])(?! (?:dollars?|bucks|cents?))", re.I)
+"""Colloquial prices: "six ninety-nine" = $6.99, "twenty-nine twenty" = $29.20; after "down from" or
+"was", a single digit counts hundreds: "down from one twenty-nine" = $129."""
+_LIST_CUE = re.compile(r"(?:from|was|list(?: price)?|usually|normally|regular(?:ly)?|originally)\W*$", re.I)
+_EN_SPAN = re.compile(r"\b(?:a (?:full |whole )?month|one month)\b|\b(\d+) weeks?\b|\ba week\b", re.I)
+_ZH_SPAN = re.compile(r"一个?月|一个?(?:星期|礼拜)|一周")
 _EN_CENTS = re.compile(r"(?<![\w$.])(\d+) dollars? (?:and )?(\d{1,2}) cents?\b", re.I)
 
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
@@ -96,13 +108,30 @@ def _zh_replace(m: re.Match[str]) -> str:
 
 def digits_for_words(text: str) -> str:
     """`text` with counted numbers in words written as digits (English and Chinese)."""
+    text = _EN_PRICE.sub(_price, text)
     text = _EN_ONLY.sub(lambda m: f"{m.group(1)} {_EN_UNITS[m.group(2).lower()]}", text)
     if _EN_NUMBER.search(text):
         text = _EN_NUMBER.sub(lambda m: str(_en_value(m.group(1))), text)
         text = _EN_CENTS.sub(lambda m: f"${int(m.group(1))}.{int(m.group(2)):02d}", text)
+    text = _EN_SPAN.sub(_span_days, text)
     if any("\u4e00" <= c <= "\u9fff" or c == "〇" for c in text):
+        text = _ZH_SPAN.sub(lambda m: "30天" if "月" in m.group(0) else "7天", text)
         text = _ZH_MONEY_ONLY_TAIL.sub(lambda m: str(_ZH_DIGITS[m.group(1)]), text)
         text = _ZH_NUMBER.sub(_zh_replace, text)
         text = _ZH_MONEY_TAIL.sub(
             lambda m: f"{m.group(1)}.{m.group(2)}{m.group(3) or ''}元", text)
     return text
+
+
+def _span_days(m: re.Match[str]) -> str:
+    """"three weeks" -> "21 days", "a month" -> "30 days": a window stated in days."""
+    if m.group(1):
+        return f"{7 * int(m.group(1))} days"
+    return "7 days" if "week" in m.group(0).lower() else "30 days"
+
+
+def _price(m: re.Match[str]) -> str:
+    a, b = _en_value(m.group(1)), _en_value(m.group(2))
+    if a < 10 and _LIST_CUE.search(m.string[max(0, m.start() - 24):m.start()]):
+        return f"${a * 100 + b}"
+    return f"${a}.{b:02d}"

@@ -75,7 +75,11 @@ _STOCK_NUM = (
 _STOCK_OUT = re.compile(r"\b(?:sold out|out of stock|not in stock|isn't in stock|is not in stock|no stock|"
                         r"none left|no longer available|currently unavailable)\b|售罄|缺货|无货|没货|没有货|"
                         r"卖完|断货|没有库存", re.I)
-_STOCK_IN = re.compile(r"\b(?:in stock|in-stock|still available|available now|(?:is|are) available|"
+_STOCK_IN = re.compile(r"\b(?:a (?:handful|dozen|few|bunch|couple(?: (?:dozen|of \w+))?)|plenty|lots|loads|"
+                       r"tons|dozens)\b(?: or so)?(?: [\w-]+){0,3}? (?:left|in stock|available|on (?:the )?shelf|"
+                       r"sitting there|in every size|to go around)\b|"
+                       r"还有(?:十几|几十|好多|很多|不少|一些|一堆)|"
+                       r"\b(?:in stock|in-stock|still available|available now|(?:is|are) available|"
                        r"(?:we|we've|we still) (?:have|got) (?:it|them|some|plenty)|still have it)\b|"
                        r"有货|有现货|现货|有库存", re.I)
 _NO_RETURNS = re.compile(r"\bno returns?\b|\bcan(?:no|')t be returned\b|\bnot returnable\b|"
