@@ -29,8 +29,9 @@ _EN_SIMPLE = "|".join(sorted([*_EN_UNITS, *_EN_TENS], key=len, reverse=True))
 _EN_2DIGIT = (rf"(?:(?:{'|'.join(_EN_TENS)})(?:-(?:{'|'.join(w for w in _EN_UNITS if _EN_UNITS[w] < 10)}))?|"
               rf"{'|'.join(w for w in _EN_UNITS if _EN_UNITS[w] >= 10)})")
 _EN_DIGIT = "|".join(w for w in _EN_UNITS if 0 < _EN_UNITS[w] < 10)
+_EN_TEEN = "|".join(w for w in _EN_UNITS if 0 < _EN_UNITS[w] < 20)
 _EN_PRICE = re.compile(
-    rf"(?<![\w-])((?:{'|'.join(_EN_TENS)})-(?:{_EN_DIGIT})|{'|'.join(w for w in _EN_UNITS if 0 < _EN_UNITS[w] < 20)})"
+    rf"(?<![\w-])((?:{'|'.join(_EN_TENS)})-(?:{_EN_DIGIT})|{_EN_TEEN})"
     rf" ({_EN_2DIGIT})(?![\w-])(?! (?:dollars?|bucks|cents?))", re.I)
 """Colloquial prices: "six ninety-nine" = $6.99, "twenty-nine twenty" = $29.20; after "down from" or
 "was", a single digit counts hundreds: "down from one twenty-nine" = $129."""
