@@ -76,8 +76,8 @@ _STOCK_OUT = re.compile(r"\b(?:sold out|out of stock|not in stock|isn't in stock
                         r"none left|no longer available|currently unavailable)\b|售罄|缺货|无货|没货|没有货|"
                         r"卖完|断货|没有库存", re.I)
 _STOCK_IN = re.compile(r"\b(?:a (?:handful|dozen|few|bunch|couple(?: (?:dozen|of \w+))?)|plenty|lots|loads|"
-                       r"tons|dozens)\b(?: or so)?(?: [\w-]+){0,3}? "
-                       r"(?:left|in stock|available|on (?:the )?shelf|sitting there|in every size|to go around)\b|"
+                       r"tons|dozens)\b(?: or so)?(?: [\w-]+){0,3}? (?:left|in stock|available|"
+                       r"on (?:the )?shelf|sitting there|in every size|to go around)\b|"
                        r"还有(?:十几|几十|好多|很多|不少|一些|一堆)|"
                        r"\b(?:in stock|in-stock|still available|available now|(?:is|are) available|"
                        r"(?:we|we've|we still) (?:have|got) (?:it|them|some|plenty)|still have it)\b|"
