@@ -39,10 +39,12 @@ def _config(base: Path) -> Any:
 
 
 def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path) -> None:
-    cfg = _config(_tiny_checkpoint(tmp_path / "base"))
+    cfg = _config(_tiny_checkpoint(tmp_path / "base")).model_copy(update={
+        "evolution_test_n": 2, "evolution_dev_n": 2, "evolution_rounds": 1})  # claim 4, in small
     started: list[tuple[str, bool]] = []
     run = run_pipeline(cfg, tmp_path / "run", on_start=lambda s, skipped: started.append((s.name, skipped)))
-    assert [name for name, _ in started] == [s.name for s in plan()]
+    assert [name for name, _ in started] == [s.name for s in plan(cfg)]
+    assert "evolve" in [name for name, _ in started]
     assert not any(skipped for _, skipped in started)
     for row in ("fixed_sft", "hsa_sft", "opd", "hat"):
         meta = json.loads((run.checkpoints / row / "final" / "hatkit_checkpoint.json").read_text())
@@ -72,13 +74,18 @@ def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path) -> None:
     hat_meta = json.loads((run.checkpoints / "hat" / "final" / "hatkit_checkpoint.json").read_text())
     assert f"reward judge (HSA-RL): hash `{hat_meta['judge_hash'][:12]}`" in md
     assert "versioned apart from the eval judge" in md and "eval judge (every suite)" in md
+    # Claim 4: the defective harness evolved with each frozen model, tested on the same questions.
+    evolve = json.loads((run.stages / "evolve.json").read_text())["outputs"]
+    assert set(evolve["reports"]) == {"fixed_sft", "hat"} and evolve["difference"]["n"] == 2
+    assert evolve["models"]["hat"] == str(run.checkpoints / "hat" / "final")
+    assert "cuts HAT's error more than Fixed-SFT's" in md and "2 test questions" in md
 
     # A second run reuses every finished stage and only rewrites the report.
-    records = {s.name: run.stage_file(s).read_text() for s in plan() if s.kind != "report"}
+    records = {s.name: run.stage_file(s).read_text() for s in plan(cfg) if s.kind != "report"}
     again: list[tuple[str, bool]] = []
     run_pipeline(cfg, tmp_path / "run", on_start=lambda s, skipped: again.append((s.name, skipped)))
     assert all(skipped for name, skipped in again if name != "report")
-    assert records == {s.name: run.stage_file(s).read_text() for s in plan() if s.kind != "report"}
+    assert records == {s.name: run.stage_file(s).read_text() for s in plan(cfg) if s.kind != "report"}
 
 
 def test_pipeline_on_the_second_domain_end_to_end(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -214,48 +214,19 @@ def evolve_compare(
     model (rule-based proposer, auto-approval, same sizes), then compare the two test-error
     reductions on the same test questions: the difference with a 95% bootstrap interval.
     Resumable: rerun the same command."""
-    import json
+    from ..evolve.compare import CompareError, compare_evolution
 
-    from ..evolve.config import EvolveConfig
-    from ..evolve.confirm import ConfirmGate
-    from ..evolve.defects import error_reduction_difference, load_defects, plant_defects
-    from ..evolve.journal import Journal
-    from ..evolve.loop import EvolveLoop
-    from ..evolve.proposers import RuleBasedProposer
-    from ..evolve.report import build_report, policy_for
-
-    pairs = [m.partition("=") for m in model]
-    if len(pairs) != 2 or any(not name or not spec for name, _, spec in pairs):
-        raise _fail("give exactly two --model NAME=SPEC (baseline first, then the candidate)")
-    dom = _domain(domain)
-    if dom.defects_file is None:
-        raise _fail(f"domain '{dom.name}' ships no defects.yaml (its defective starting harness)")
-    defects = load_defects(dom.defects_file)
-    reports: dict[str, dict[str, Any]] = {}
-    for name, _, spec in pairs:
-        folder = run_dir / name
-        harness = folder / "repo" / "harness"
-        if not harness.is_dir():
-            plant_defects(dom.harness_dir, folder / "repo", defects)
-        cfg = EvolveConfig(model=spec, approve="auto", max_rounds=rounds, dev_n=dev_n,
-                           regression_n=regression_n, test_n=test_n, seed=seed)
-        try:
-            policy = policy_for(spec, dom)
-        except ValueError as exc:
-            raise _fail(str(exc)) from None
-        judge = dom.judge(role="eval")
-        gate = ConfirmGate(Journal(folder / "run" / "journal.jsonl"), "auto")
-        result = EvolveLoop(harness, folder / "run", policy=policy, judge=judge, proposer=RuleBasedProposer(),
-                            gate=gate, config=cfg, console=err, domain=dom).run()
-        reports[name] = build_report(harness, folder / "run", policy, judge, cfg, dom)
-        _say(f"{name}: {result.rounds} round(s), {len(result.releases)} release(s); test error "
-             f"{reports[name]['test_error_before']:.3f} -> {reports[name]['test_error_after']:.3f}")
-    (a, _, _), (b, _, _) = pairs
-    diff = error_reduction_difference(reports, a, b)
-    summary = {"defects": [d.id for d in defects], "models": {n: s for n, _, s in pairs},
-               "reports": {n: {k: r[k] for k in ("test_error_before", "test_error_after", "rounds")}
-                           for n, r in reports.items()}, "difference": diff}
-    (run_dir / "compare.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    pairs = [(name, spec) for name, _, spec in (m.partition("=") for m in model)]
+    try:
+        summary = compare_evolution(run_dir, pairs, _domain(domain), rounds=rounds, dev_n=dev_n,
+                                    regression_n=regression_n, test_n=test_n, seed=seed, console=err)
+    except CompareError as exc:
+        raise _fail(str(exc)) from None
+    for name, rep in summary["reports"].items():
+        _say(f"{name}: {rep['rounds']} round(s); test error {rep['test_error_before']:.3f} -> "
+             f"{rep['test_error_after']:.3f}")
+    diff = summary["difference"]
+    a, b = diff["a"], diff["b"]
     _say(f"error reduction: {a} {diff['reduction_a']:+.3f}, {b} {diff['reduction_b']:+.3f}; "
          f"difference {diff['difference']:+.3f} [{diff['lo']:+.3f}, {diff['hi']:+.3f}] over {diff['n']} "
          f"test questions -> {run_dir / 'compare.json'}")

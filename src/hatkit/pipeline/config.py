@@ -49,6 +49,9 @@ class PipelineConfig(BaseModel):
 
     evolution_test_n: int = Field(default=0, ge=0, description=(
         "Test questions of the claim-4 evolution comparison (0: the profile does not run it)."))
+    evolution_dev_n: int = Field(default=16, ge=1, description=(
+        "Dev (and regression) questions per evaluation inside each claim-4 evolution run."))
+    evolution_rounds: int = Field(default=2, ge=1, description="Rounds of each claim-4 evolution run.")
     suite_models: dict[str, list[str]] = Field(
         default_factory=dict, description="Models a suite runs on (suite name -> row keys: base, "
         "fixed_sft, hsa_sft, opd, hat); a suite not listed runs on every model. The quick profile "
@@ -104,6 +107,8 @@ PROFILES: dict[str, dict[str, Any]] = {
                        "lengths": 100, "latency": 40},
         "suite_models": {"variant_qa": ["base", "fixed_sft", "hsa_sft", "hat"],
                          "general_if": ["base", "fixed_sft", "opd", "hat"]},
+        # claim 4: the defective harness evolved with Fixed-SFT and with HAT frozen
+        "evolution_test_n": 60, "evolution_dev_n": 16, "evolution_rounds": 2,
     },
     "full": {
         "base_model": "Qwen/Qwen3-0.6B",

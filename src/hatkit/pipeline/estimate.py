@@ -77,6 +77,11 @@ def estimate(stages: list[Stage], cfg: PipelineConfig) -> list[Estimate]:
                         if s in cfg.suites_for(stage.row.key) and s not in ("lengths", "latency"))
             seconds = MODEL_LOAD_S + 8 + items * EVAL_S_PER_ITEM
             out.append(Estimate(stage.name, seconds, f"{items} items"))
+        elif stage.kind == "evolve":
+            # per model: the test set before and after, and per round the dev and regression sets
+            items = 2 * (2 * cfg.evolution_test_n + cfg.evolution_rounds * 2 * cfg.evolution_dev_n)
+            out.append(Estimate(stage.name, 2 * MODEL_LOAD_S + items * EVAL_S_PER_ITEM,
+                                f"2 models x {cfg.evolution_rounds} rounds, {items} items"))
         else:
             out.append(Estimate(stage.name, 5, "tables and plots"))
     return out

@@ -23,7 +23,7 @@ import jinja2
 from ..evals.paired import BETTER, CLOSE, WORSE, Paired, align, compare, compare_values, drops
 from .config import PipelineConfig
 from .plots import drop_plot, lengths_plot, scores_plot
-from .stages import ROW_BY_KEY, RunDir, plan
+from .stages import EVOLVE, ROW_BY_KEY, RunDir, plan
 from .table import COLUMNS, by_title, fmt_cell, markdown_table, read_results, table_rows, value
 from .training_data import training_data_lines
 
@@ -142,6 +142,21 @@ def findings(results: Results) -> list[dict[str, str]]:
     return out
 
 
+def evolution_finding(summary: dict[str, Any]) -> dict[str, str]:
+    """Claim 4 from the evolve stage: both models' test error before and after, and the
+    difference of the reductions with its paired interval (holds when the interval is above 0)."""
+    d, reps = summary["difference"], summary["reports"]
+    labels = {k: ROW_BY_KEY[k].label if k in ROW_BY_KEY else k for k in reps}
+    errors = "; ".join(f"{labels[k]} {r['test_error_before']:.3f} -> {r['test_error_after']:.3f}"
+                       for k, r in reps.items())
+    holds = "yes" if d["lo"] > 0 else ("no" if d["hi"] < 0 else CLOSE)
+    return {"claim": "Harness Evolution with the model frozen cuts HAT's error more than Fixed-SFT's",
+            "measured": f"test error {errors}; reduction {labels[d['b']]} {d['reduction_b']:+.3f} vs "
+                        f"{labels[d['a']]} {d['reduction_a']:+.3f}, difference {d['difference']:+.3f} "
+                        f"[95% {d['lo']:+.3f}, {d['hi']:+.3f}] (defects: {', '.join(summary['defects'])})",
+            "holds": holds, "n": f"{d['n']} test questions, the same for both models"}
+
+
 def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
@@ -171,6 +186,8 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
              "variant drop": drop_plot(results, plots_dir / "variant_drop.png"),
              "think lengths before/after RL": lengths_plot(results, plots_dir / "lengths.png")}
     claims = findings(results)
+    if (evolution := run.done(EVOLVE)) is not None:
+        claims.append(evolution_finding(evolution["outputs"]))
     paired = paired_verdicts(results)
     log = _stage_log(run)
     data_lines = training_data_lines(run)

@@ -33,7 +33,7 @@ def prepare(cfg: PipelineConfig, root: Path) -> tuple[RunDir, list[Stage], list[
                                    "differ); pick another --run-id or pass --fresh")
     else:
         saved.write_text(json.dumps(current, indent=2) + "\n", encoding="utf-8")
-    stages = plan()
+    stages = plan(cfg)
     return run, stages, estimate(stages, cfg)
 
 

@@ -57,18 +57,23 @@ class Stage:
 
     @property
     def label(self) -> str:
+        if self.kind == "evolve":
+            return "evolve the defective harness (Fixed-SFT, HAT)"
         if self.row is None:
             return self.name
         return f"{'train' if self.kind == 'train' else 'evaluate'} {self.row.label}"
 
 
-def plan() -> list[Stage]:
-    """Stages in run order: each model is evaluated as soon as it exists."""
+def plan(cfg: PipelineConfig | None = None) -> list[Stage]:
+    """Stages in run order: each model is evaluated as soon as it exists; the claim-4
+    evolution comparison (when the config sizes it) once Fixed-SFT and HAT both exist."""
     stages = [DATA]
     for row in ROWS:
         if row.stage is not None:
             stages.append(Stage(f"train-{row.key}", "train", row))
         stages.append(Stage(f"eval-{row.key}", "eval", row))
+    if cfg is None or cfg.evolution_test_n > 0:
+        stages.append(EVOLVE)
     stages.append(Stage("report", "report"))
     return stages
 
@@ -110,6 +115,8 @@ class RunDir:
 
 
 DATA = Stage("data", "data")
+EVOLVE = Stage("evolve", "evolve")
+"""Claim 4: the domain's defective harness evolved with Fixed-SFT and with HAT frozen."""
 
 
 def train_config(stage: Stage, run: RunDir, cfg: PipelineConfig) -> Any:
@@ -202,13 +209,26 @@ def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | N
     return {"dir": str(out), "suites": {name: r.metrics for name, r in results.items()}}
 
 
+def _evolve(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
+    from ..evolve.compare import compare_evolution
+
+    models = [(key, run.model_path(ROW_BY_KEY[key], cfg.base_model)) for key in ("fixed_sft", "hat")]
+    out = run.root / "evolve"
+    summary = compare_evolution(out, models, get_domain(cfg.domain), rounds=cfg.evolution_rounds,
+                                dev_n=cfg.evolution_dev_n, regression_n=cfg.evolution_dev_n,
+                                test_n=cfg.evolution_test_n, seed=cfg.seed)
+    return {"dir": str(out), **summary}
+
+
 def run_stage_outputs(stage: Stage, run: RunDir, cfg: PipelineConfig,
                       progress: Progress | None = None) -> dict[str, Any]:
-    """Run a data, train or eval stage; returns its outputs (the report stage is `run.py`'s)."""
+    """Run a data, train, eval or evolve stage; returns its outputs (the report is `run.py`'s)."""
     if stage.kind == "data":
         return _data(run, cfg, progress)
     if stage.kind == "train":
         return _train(stage, run, cfg, progress)
     if stage.kind == "eval":
         return _eval(stage, run, cfg, progress)
+    if stage.kind == "evolve":
+        return _evolve(run, cfg)
     raise ValueError(f"stage {stage.name} of kind {stage.kind!r} is not run here")
