@@ -209,3 +209,28 @@ def test_every_command_in_the_new_domain_guide_runs(tmp_path: Path) -> None:
     assert manifest["disjoint"]["ok"] and manifest["same_questions_in_both_modes"]
     verdicts = [json.loads(x) for x in (tmp_path / "runs" / "fd" / "verdicts.jsonl").read_text().splitlines()]
     assert len(verdicts) == 12 and all(v["accuracy"] == 1.0 for v in verdicts)
+
+
+def test_a_reply_without_the_tool_that_answers_the_question_is_not_effective(base: Harness) -> None:
+    """The customer's question says what is asked: with no tool result to answer from, a polite
+    non-answer (the base model's "I can't access your order") fails, and an invented duration
+    fails accuracy."""
+    from hatkit.agent.trace import Span, Trace
+
+    judge = FD.judge(role="eval")
+
+    def bare(question: str, reply: str) -> Trace:
+        t = Trace(base.name, base.content_hash, "m", "en", episode_id="b")
+        t.spans += [Span("system", "s", source="harness"), Span("user", question, source="viewer"),
+                    Span("reply", reply, turn=0, source="model")]
+        t.final_reply = reply
+        return t
+
+    nothing = judge.judge(bare("Can you check on order FD-1028 for me?",
+                               "Sorry, I can't access external data, but I'm happy to help!"), base)
+    assert nothing.effectiveness < judge.thresholds["effectiveness"]
+    assert any(e.claim == "asked: status/eta" and not e.ok for e in nothing.evidence)
+    invented = judge.judge(bare("What's the ETA on FD-1038?", "It takes 10 days to arrive."), base)
+    assert invented.accuracy < 1.0
+    cold = judge.judge(bare("FD-1013 arrived cold. Hi there!", "Hello! How can I help?"), base)
+    assert not any(e.claim == "asked: status/eta" for e in cold.evidence)  # past tense asks no ETA

@@ -220,7 +220,7 @@ def family_table(result: dict[str, Any]) -> Table:
     table = Table("family", "split", "n", "accuracy agreement [95%]", "effectiveness agreement [95%]")
 
     def key(family: str) -> tuple[int, int, str]:
-        total = family.startswith("all")
+        total = family == "all" or family.startswith("all ")
         return (int(total), order.get(groups.get(family, family[4:] if total else ""), 3), family)
 
     for family in sorted(result["families"], key=key):
