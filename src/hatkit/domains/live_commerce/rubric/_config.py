@@ -37,6 +37,17 @@ class _Config:
     health: list[re.Pattern[str]]
     """What a health question is about (conditions, symptoms, body functions)."""
 
+    @property
+    def compliance_any(self) -> re.Pattern[str]:
+        """All compliance patterns as one alternation: one pass tells a reply with no match
+        (most of them) from one that needs the per-pattern walk."""
+        hit = self.__dict__.get("_any")
+        if hit is None:
+            hit = re.compile("|".join(f"(?:{p.pattern})" for _, ps in self.compliance for p in ps) or "(?!)",
+                             re.I | re.M)
+            object.__setattr__(self, "_any", hit)
+        return hit
+
     def num(self, name: str) -> float:
         return float(self.rules[name])
 

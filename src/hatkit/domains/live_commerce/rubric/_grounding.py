@@ -88,6 +88,27 @@ class _GroundingChecks(_RunBase):
     def _grounding(self, turn: _Turn, claims: list[Claim], focus: set[str]) -> None:
         reply = turn.reply
         checked = [(c.start, c.end) for c in claims]  # claims the other checks verify (or names, codes)
+        loose = [m for m in _NUMBER.finditer(reply) if not any(s <= m.start() < e for s, e in checked)]
+        if loose:  # only then gather what the episode established (most replies have none)
+            known = self._known_numbers(focus)
+            for m in loose:
+                value = _numbers_in(m.group(0))
+                if value and not value & known:
+                    self.acc(m.group(0), False, "a number no tool result, rule or viewer message states",
+                             "trace:grounding")
+                    break
+        attrs = _attribute_words(self.lex)
+        said = set(_WORD.findall(reply.lower())) & attrs
+        if not said:
+            return
+        have = _product_words(self.lex, focus | self.scope.products())
+        have |= {w for t in self.scope.texts for w in _WORD.findall(t)}
+        have |= {w for u in self._users for w in _WORD.findall(u.lower())}
+        unfounded = sorted(said - have)
+        if unfounded and focus:
+            self.acc(unfounded[0], False, "an attribute the product's data does not state", "trace:grounding")
+
+    def _known_numbers(self, focus: set[str]) -> set[float]:
         known: set[float] = set()
         for r in self.t.tool_calls:
             _walk_numbers(r.output, known)
@@ -99,21 +120,4 @@ class _GroundingChecks(_RunBase):
             p = self.lex.products.get(pid)
             if p is not None:
                 _walk_numbers([p.name, p.description, p.specs, p.materials], known)
-        for m in _NUMBER.finditer(reply):
-            if any(s <= m.start() < e for s, e in checked):
-                continue
-            value = _numbers_in(m.group(0))
-            if value and not value & known:
-                self.acc(m.group(0), False, "a number no tool result, rule or viewer message states",
-                         "trace:grounding")
-                break
-        attrs = _attribute_words(self.lex)
-        said = set(_WORD.findall(reply.lower())) & attrs
-        if not said:
-            return
-        have = _product_words(self.lex, focus | self.scope.products())
-        have |= {w for t in self.scope.texts for w in _WORD.findall(t)}
-        have |= {w for u in self._users for w in _WORD.findall(u.lower())}
-        unfounded = sorted(said - have)
-        if unfounded and focus:
-            self.acc(unfounded[0], False, "an attribute the product's data does not state", "trace:grounding")
+        return known

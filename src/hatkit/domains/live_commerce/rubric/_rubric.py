@@ -74,6 +74,8 @@ class _RubricChecks(_RunBase):
             self.acc(hit, False, "an efficacy claim (the product's data makes none)", "hook:health_topics")
 
     def _compliance(self, reply: str) -> None:
+        if not self.cfg.compliance_any.search(reply):
+            return
         for name, pats in self.cfg.compliance:
             for p in pats:
                 for m in p.finditer(reply):
