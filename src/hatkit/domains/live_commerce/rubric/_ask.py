@@ -13,7 +13,7 @@ from .claims import Claim, find_products
 _ASK = {k: re.compile(v, re.I) for k, v in {
     "price": r"how much|\bprice|on sale|what (?:does|do|would|will)\b.{0,40}\bcost|\bpay\b|多少钱|价格|价位|"
              r"卖多少|什么价|原价|售价|打折",
-    "deals": r"\bdeals?\b|promo|coupon|\bcodes?\b|discount|freebie|优惠|活动|促销|满减|赠品|折扣",
+    "deals": r"\bdeals?\b|promo|coupon|\bcodes?\b|discount|\bstack|freebie|优惠|活动|促销|满减|赠品|折扣",
     "stock": r"in stock|\bstock\b|availab|any left|\bleft\b|still got|do you have|have it|sold out|有货|库存|"
              r"还有吗|还有货|现货|还剩|能买吗|还有没有",
     "delivery": r"how (?:many days|long|fast|soon)|deliver|arriv|when would|\bdays\b|"
@@ -31,6 +31,7 @@ _ASK = {k: re.compile(v, re.I) for k, v in {
     "request": r"\b(?:can|could|will|would) you (?:do|give|make|put|apply|waive|throw|knock|extend|upgrade|"
                r"let|honou?r|stack|match|send|express)\b|\bgive me\b|\bmake it\b|\bthrow in\b|\bwaive\b|"
                r"\b(?:since|because) i'?m (?:watching|a (?:loyal|regular|fan))|"
+               r"\bcan i (?:get|have)\b.{0,20}\b(?:\d+ ?% off|free|half price)|"
                r"给我(?:打|免|便宜|包邮|优惠|减)|打个?.{0,2}折吧|便宜点|能不能(?:便宜|打折|包邮|免|给)|帮我(?:用|改|免)",
     "chat": r"^\W*(?:hi|hello|hey|good (?:morning|evening|afternoon)|thanks|thank you|ok got it|appreciate|"
             r"how are you|what'?s your name|how'?s your day|first time)|大家好|你好|主播好|谢谢|感谢|晚上好|"
@@ -42,7 +43,7 @@ _CATEGORY_ASPECTS = {
     "chit_chat": ("chat",), "compliance_trap": ("claim",), "injection": ("injection",),
 }
 _TOOL_ASPECTS = {
-    "get_promotions": "price", "check_stock": "stock", "get_shipping_info": "delivery",
+    "get_promotions": "deals", "check_stock": "stock", "get_shipping_info": "delivery",
     "get_return_policy": "returns", "get_size_guide": "size", "escalate_to_human": "escalation",
     "get_product_details": "spec",
 }

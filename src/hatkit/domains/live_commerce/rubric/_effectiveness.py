@@ -90,6 +90,11 @@ class _EffectivenessChecks(_AskReader):
         if aspect == "request":
             return float(bool(_YES_NO.search(reply) or NEGATION.search(reply) or _GRANT.search(reply)
                               or _DONE.search(reply)))
+        if aspect == "returns" and any(
+                self.a.state.canonical(r.name) == "escalate_to_human" and ok_record(r)
+                and isinstance(r.output, dict) and str(r.output.get("ticket", "")).lower() in low
+                for r in turn.records):
+            return 1.0  # a complaint handed to a person, with its ticket: the answer it needs
         if aspect == "returns":
             window = any(c.kind == "days" and c.role in ("return", "other") for c in claims) or (
                 "returns" in kinds) or bool(_RETURN_YES.search(reply))
@@ -107,7 +112,8 @@ class _EffectivenessChecks(_AskReader):
         if aspect.startswith("spec"):
             key = aspect[5:]
             values = [f.p.specs[key] for f in facts if key in f.p.specs] if key else [
-                v for f in facts for v in f.p.specs.values()]
+                v for f in facts for v in (*f.p.specs.values(), *_SENTENCE_SPLIT.split(f.p.description))
+                if v.strip()]
             return float(any(_spec_in(v, low) for v in values)) if values else 1.0
         if aspect == "compare":
             return self._compare(low, claims, turn.user)
@@ -134,7 +140,7 @@ class _EffectivenessChecks(_AskReader):
             return 1.0
         if not any(items) and _NO_DEALS.search(low) and not codes and not promos:
             return 1.0
-        return sum(items) / len(items)
+        return float(any(items))  # the deal asked about, or a valid one: listing every deal is not asked
 
     def _size(self, low: str, facts: list[_ProductFacts], user: str) -> float:
         guides = [self.scope.guides.get(f.p.id) or f.p.size_guide or {} for f in facts]
@@ -193,6 +199,7 @@ class _EffectivenessChecks(_AskReader):
         return float(ok)
 
 
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
 _WORDS = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
 
 
