@@ -574,3 +574,25 @@ def test_promises_the_host_cannot_keep_fail_accuracy(question: str, reply: str, 
     assert bool(promised) is broken, [(e.claim, e.source) for e in verdict.evidence if not e.ok]
     if broken:
         assert verdict.accuracy < 1.0
+
+
+@pytest.mark.parametrize(("question", "reply", "effective"), [
+    # a wrong answer is still an answer (accuracy scores it): effectiveness asks whether it answered
+    ("Any coupon for the Pullover Hoodie?", "Sure, FALL30 takes 30% off today.", True),
+    ("Does the Trail Runner Shoe run small?", "It runs true to size, order your usual.", True),
+    # an answer about a product nobody asked about answers nothing
+    ("Is the Pullover Hoodie in stock?", "The Merino Crewneck Sweater has 12 left!", False),
+    ("Is the ghost pepper sauce ok for my kids?",
+     "I'd skip it for kids; the Smoked Chipotle Hot Sauce is milder.", True),
+])
+def test_effectiveness_asks_whether_it_answered_the_product_asked(question: str, reply: str,
+                                                                  effective: bool) -> None:
+    h = load_harness("live_commerce")
+    trace = Trace(h.name, h.content_hash, "m", "en", episode_id="e")
+    trace.spans += [Span("system", "s", source="harness"), Span("user", question, source="viewer"),
+                    Span("reply", reply, turn=0, source="model")]
+    trace.final_reply = reply
+    judge = ProgrammaticJudge()
+    verdict = judge.judge(trace, h)
+    another = any(e.claim.endswith("answers about another product") and not e.ok for e in verdict.evidence)
+    assert another is not effective, [(e.claim, e.expected) for e in verdict.evidence if not e.ok]

@@ -18,7 +18,8 @@ _EN_TENS = {w: 10 * i for i, w in enumerate(
     ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")) if w}
 _EN_WORD = "a (?:hundred|thousand)|" + "|".join(sorted([*_EN_UNITS, *_EN_TENS, "hundred", "thousand"],
                                                        key=len, reverse=True))
-_EN_AFTER = (r"(?:business |working |calendar )?days?\b|weeks?\b|dollars?\b|bucks\b|cents?\b|percent\b|"
+_EN_AFTER = (r"(?:business |working |calendar )?days?\b|weeks?\b|hours?\b|minutes?\b|dollars?\b|bucks\b|"
+             r"cents?\b|percent\b|"
              r"(?:units?|pieces?|pairs?|items?|bottles?|packs?|boxes|sets?) (?:left|in stock|remaining)\b|"
              r"left\b|in stock\b|remaining\b|(?:to|or) (?:\d|(?:" + _EN_WORD + r")\b)|(?:-| )day\b")
 _EN_NUMBER = re.compile(

@@ -42,6 +42,10 @@ class _EffectivenessChecks(_AskReader):
         asked = self._aspects(turn, focus, category, attempt)
         good = claims  # effectiveness asks whether it answered; whether the answer is right is accuracy
         parts = {a: self._answered(a, reply, good, focus, turn) for a in asked}
+        if self._about_another(turn, claims, asked):
+            self.ev.append(Evidence("effectiveness", f"{tag}answers about another product", False,
+                                    "the product asked about", "rubric:effectiveness"))
+            parts = dict.fromkeys(parts, 0.0)
         for a, score in parts.items():
             self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,
                                     "" if score >= 1.0 else f"answered {score:.0%}", "rubric:effectiveness"))
@@ -65,6 +69,15 @@ class _EffectivenessChecks(_AskReader):
                                     "the host persona, not a fallback", "hook:persona_breaks"))
             score *= cfg.num("persona_break_factor")
         return max(0.0, min(1.0, score))
+
+    def _about_another(self, turn: _Turn, claims: list[Claim], asked: list[str]) -> bool:
+        """The reply names only products the viewer did not ask about, and speaks of none before
+        naming them ("it", "this one"): its facts answer a question nobody asked."""
+        named = {c.product_id for c in find_products(turn.user, self.lex) if c.product_id}
+        said = [c for c in claims if c.kind == "product" and c.product_id]
+        if not named or not said or "compare" in asked or named & {c.product_id for c in said}:
+            return False
+        return not _ANAPHOR.search(turn.reply[:said[0].start])
 
     def _answered(self, aspect: str, reply: str, claims: list[Claim], focus: set[str], turn: _Turn) -> float:
         kinds = {c.kind for c in claims}
@@ -98,8 +111,7 @@ class _EffectivenessChecks(_AskReader):
         if aspect == "returns":
             window = any(c.kind == "days" and c.role in ("return", "other") for c in claims) or (
                 "returns" in kinds) or bool(_RETURN_YES.search(reply))
-            hygiene = any(f.p.return_class == "hygiene" for f in facts)
-            return (float(window) + float(bool(_CONDITION.search(reply)))) / 2 if hygiene else float(window)
+            return float(window)  # whether the conditions stated are right is accuracy's question
         if aspect == "escalation":
             tickets = [str(r.output.get("ticket")) for r in turn.records
                        if ok_record(r) and isinstance(r.output, dict)
@@ -125,6 +137,8 @@ class _EffectivenessChecks(_AskReader):
         return 1.0  # chat, injection, open: a reply is an answer
 
     def _deals(self, low: str, claims: list[Claim], facts: list[_ProductFacts]) -> float:
+        if any(c.kind == "coupon" or (c.kind == "percent" and c.role == "discount") for c in claims):
+            return 1.0  # a deal stated, right or wrong (accuracy checks it), answers the ask
         codes = set(self.scope.codes) or {c for f in facts for c in f.codes}
         promos = [pr for f in facts for pr in self.a.state.valid_promotions(f.p.id)]
         items = [code.lower() in low for code in sorted(codes)]
@@ -153,7 +167,8 @@ class _EffectivenessChecks(_AskReader):
             got = any(_spec_in(f.p.specs[k], low) for f in facts for k in self._spec_keys(user, {f.p.id}))
         if not fits:
             return float(got)
-        fit = any(_spec_in(x.split(";")[0], low) or _zh_fit(x, low) for x in fits)
+        fit = any(_spec_in(x.split(";")[0], low) or _zh_fit(x, low) for x in fits) or bool(
+            _FIT_SAID.search(low))  # a fit stated, right or wrong (accuracy's question)
         return (float(got) + float(fit)) / 2
 
     def _compare(self, low: str, claims: list[Claim], user: str) -> float:
@@ -199,6 +214,9 @@ class _EffectivenessChecks(_AskReader):
         return float(ok)
 
 
+_FIT_SAID = re.compile(r"runs? (?:small|large|big|true)|true to size|(?:size|order) (?:up|down)|"
+                       r"偏小|偏大|正码|(?:大|小)一码|标准码", re.I)
+_ANAPHOR = re.compile(r"\b(?:it|it's|its|this(?: one)?|that(?: one)?|they|they're)\b|它|这款|这个|这件", re.I)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
 _WORDS = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
 

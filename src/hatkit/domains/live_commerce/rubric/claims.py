@@ -89,6 +89,7 @@ _CONDITIONAL = re.compile(r"opened|used|worn|开封|拆封|使用过|用过", re
 _FREE_SHIP = re.compile(r"\bfree (?:standard )?shipping\b|\bships? (?:for )?free\b|"
                         r"\bshipping(?:'s| is| will be| would be)? (?:totally |completely )?free\b|"
                         r"\bshipping\b(?:[^.!?;。！？；]|\.(?=\d)){0,40}?\bis free\b|"
+                        r"\bshipping(?:'s| is) on us\b|\bfree delivery\b|"
                         r"免运费|包邮|免邮|运费全免|不收运费", re.I)
 _CODE = re.compile(r"(?<![A-Za-z0-9-])([A-Z][A-Z0-9]{3,19})(?![A-Za-z0-9-])")
 _CODE_CUE = re.compile(r"(?:code|coupon|voucher|promo|优惠码|优惠券|券|码)\s?[:：]?\s?$", re.I)
