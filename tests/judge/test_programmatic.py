@@ -596,3 +596,14 @@ def test_effectiveness_asks_whether_it_answered_the_product_asked(question: str,
     verdict = judge.judge(trace, h)
     another = any(e.claim.endswith("answers about another product") and not e.ok for e in verdict.evidence)
     assert another is not effective, [(e.claim, e.expected) for e in verdict.evidence if not e.ok]
+
+
+def test_harness_names_inside_chinese_text_and_hyphenated_are_leaks() -> None:
+    h = load_harness("live_commerce")
+    for reply in ("我刚调用了check_stock工具查过，还有3件。", "my stock-and-shipping skill says 2-6 days"):
+        trace = Trace(h.name, h.content_hash, "m", "zh", episode_id="z")
+        trace.spans += [Span("system", "s", source="harness"), Span("user", "还有货吗？", source="viewer"),
+                        Span("reply", reply, turn=0, source="model")]
+        trace.final_reply = reply
+        verdict = ProgrammaticJudge().judge(trace, h)
+        assert any(e.source == "harness:identifiers" and not e.ok for e in verdict.evidence), reply

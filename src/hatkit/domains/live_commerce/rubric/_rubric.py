@@ -20,6 +20,19 @@ _YES = re.compile(r"^\W*(?:yes|yep|yeah|yup|sure|totally|definitely|absolutely|o
 _RID_OF = re.compile(r"(?:\b(?:no more|no longer|without(?: the)?|free of|free from|never again|no)\s*"
                      r"|[不没无]再?)$", re.I)
 """A negation that removes the symptom ("no more pain", "不僵了") states the effect, it does not decline."""
+_PHRASE_END = re.compile(r"[,，、:：]")
+_RECURS = re.compile(r"(?:do|does|will|would)(?:n't| not) (?:come back|return)|never (?:come|comes) back|"
+                     r"不会再|再也不", re.I)
+
+
+def _phrase_after(clause: str, end: int) -> str:
+    """The words after a topic up to the next comma, with "so they don't come back" removed:
+    a negation there is part of the claim ("fine lines ... so they don't come back")."""
+    rest = clause[end:]
+    cut = _PHRASE_END.search(rest)
+    return _RECURS.sub(" ", rest[:cut.start()] if cut else rest)
+
+
 _DECLINE = re.compile(r"\b(?:doctor|physician|dermatologist|pharmacist|pediatrician|GP|medical advice|"
                       r"medical device|not (?:a )?(?:medical|medicine|treatment)|"
                       r"can(?:'|no)t (?:say|promise|claim)|no (?:health|medical) claims?)\b|"
@@ -64,7 +77,8 @@ class _RubricChecks(_RunBase):
             clause = m.group(0)
             if hit is None and not _DECLINE.search(clause) and any(
                     (t := p.search(clause))
-                    and not NEGATION.search(_RID_OF.sub("", clause[:t.start()]) + " " + clause[t.end():])
+                    and not NEGATION.search(_RID_OF.sub("", clause[:t.start()]) + " "
+                                            + _phrase_after(clause, t.end()))
                     for p in self.cfg.health):
                 hit = clause.strip()[:60]
         if hit is not None:

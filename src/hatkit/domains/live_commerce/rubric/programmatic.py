@@ -177,4 +177,6 @@ def _internal_names(h: Harness) -> re.Pattern[str] | None:
                  key=len, reverse=True)
     if not ids:
         return None
-    return re.compile(r"(?<![\w.])(?:" + "|".join(re.escape(n) for n in ids) + r")(?![\w])", re.I)
+    alternatives = "|".join(re.escape(n).replace("_", "[_-]") for n in ids)  # stock-and-shipping too
+    # ASCII edges: a name inside Chinese text ("调用了check_stock工具") is still a name
+    return re.compile(r"(?<![A-Za-z0-9_.])(?:" + alternatives + r")(?![A-Za-z0-9_])", re.I)
