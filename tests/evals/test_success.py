@@ -46,8 +46,8 @@ def test_a_polite_non_answer_fails_although_its_old_score_passed(lc: Harness) ->
     assert m["score"] > 0.5 and m["accuracy"] == 1.0  # the judge's means call it more good than bad
     assert m["success"] == 0.0 and m["answer_rate"] == 0.0
     assert list(m)[:4] == ["success", "success_lo", "success_hi", "answer_rate"]
-    assert all(not o and ("not answered: asked: price" in o.failure or "not answered: asked: deals" in o.failure)
-               for o in eps.outcomes())
+    asks = ("not answered: asked: price", "not answered: asked: deals")  # a promotions question asks deals
+    assert all(not o and any(a in o.failure for a in asks) for o in eps.outcomes())
     oracle = _run(LC.oracle(lc, [c.question for c in cases if c.question]), lc, cases)
     assert qa_metrics(oracle)["success"] == 1.0 and qa_metrics(oracle)["answer_rate"] == 1.0
 
