@@ -3,6 +3,7 @@ hot swap under load drops nothing, malformed requests -> clear 4xx, timeouts -> 
 
 from __future__ import annotations
 
+import mmap
 import threading
 import time
 from collections.abc import Sequence
@@ -45,13 +46,19 @@ class HungryModel(SlowModel):
         """When set: every call holds its memory until the test opens the gate."""
 
     def generate(self, requests: Sequence[ModelRequest]) -> list[ModelOutput]:
-        held = [b"k" * (self.mb << 20) for _ in requests]  # written, so resident
+        # Fresh pages from the OS (an anonymous map), every page written, so resident: a malloc'd
+        # buffer may reuse heap memory an earlier test freed and leave RSS flat (a flaky floor).
+        held = [mmap.mmap(-1, self.mb << 20) for _ in requests]
+        for buf in held:
+            for offset in range(0, len(buf), mmap.PAGESIZE):
+                buf[offset] = 107
         try:
             if self.gate is not None:
                 assert self.gate.wait(60), "the test never opened the gate"
             return super().generate(requests)
         finally:
-            del held
+            for buf in held:
+                buf.close()
 
 
 def test_overload_answers_200_or_429_never_5xx_and_memory_stays_bounded(lc: Harness) -> None:
