@@ -18,12 +18,14 @@ from hatkit.agent.trace import Span
 from hatkit.domains.live_commerce import DOMAIN as LC
 from hatkit.domains.live_commerce.catalog import Product, load_catalog
 from hatkit.domains.live_commerce.questions import generate_questions, with_rules
+from hatkit.domains.live_commerce.rubric import programmatic as programmatic_module
 from hatkit.domains.live_commerce.rubric.claims import Claim, extract_claims, find_products
 from hatkit.domains.live_commerce.rubric.programmatic import JUDGE_HARNESS, ProgrammaticJudge
 from hatkit.domains.live_commerce.rubric.state import JudgeState
 from hatkit.harness import Harness, ToolContext, load_harness
 from hatkit.harness.hooks import ClaimRequiresTool, ForbiddenPhrases
 from hatkit.judge.verdict import Evidence, Verdict
+from hatkit.judge.version import rubric_hash
 from hatkit.models.scripted import ScriptedModel
 from hatkit.sim.augment import make_variant
 from hatkit.sim.runner import ask_all
@@ -185,7 +187,10 @@ def test_verdict_identity_and_the_wrong_agent_harness(judge: ProgrammaticJudge, 
                                                       harnesses: list[Harness]) -> None:
     trace, _, h = pick(clean, harnesses[0], "price_promo")
     v = judge.judge(trace, h)
-    assert v.judge_hash == load_harness(JUDGE_HARNESS).content_hash == judge.judge_hash
+    # the version covers the judge harness and the rubric code that reads it
+    assert v.judge_hash == judge.judge_hash == rubric_hash(load_harness(JUDGE_HARNESS).content_hash,
+                                                           Path(programmatic_module.__file__).parent)
+    assert judge.judge_hash != rubric_hash("other harness", Path(programmatic_module.__file__).parent)
     assert v.role == "eval" and v.judge_name == judge.name and v.agent_harness_hash == h.content_hash
     assert Verdict.from_dict(v.to_dict()) == v
     assert ProgrammaticJudge(role="reward").judge(trace, h).role == "reward"

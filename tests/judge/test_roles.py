@@ -128,7 +128,7 @@ def test_programmatic_and_llm_judges_of_one_harness_share_a_hash(tmp_path: Path,
                                                                  trace: Trace) -> None:
     from hatkit.domains.live_commerce.rubric.programmatic import ProgrammaticJudge
 
-    with pytest.raises(ValueError, match="share judge hash"):  # same rubric, other runner: same judge
+    with pytest.raises(ValueError, match="share judge harness"):  # same rubric, other runner: same judge
         JudgePair(ProgrammaticJudge(JUDGE_DIR, role="reward"), llm_judge(JUDGE_DIR))
     pair = JudgePair(ProgrammaticJudge(judge_version(tmp_path, "0.5"), role="reward"),
                      llm_judge(judge_version(tmp_path, "0.6")))

@@ -35,14 +35,16 @@ class JudgePair:
 
     @property
     def same_judge(self) -> bool:
-        """True when both roles use the same judge harness (only possible with the override)."""
-        return self.reward_judge.judge_hash == self.eval_judge.judge_hash
+        """True when both roles use the same judge harness (only possible with the override):
+        a programmatic rubric and an LLM reading the same harness are one judge, although the
+        programmatic one's own hash also covers its code."""
+        return _rubric_of(self.reward_judge) == _rubric_of(self.eval_judge)
 
     def _check(self) -> None:
         if self.same_judge and not self.allow_same_judge:
             raise ValueError(
                 f"the reward judge ({self.reward_judge.name}) and the evaluation judge "
-                f"({self.eval_judge.name}) share judge hash {self.reward_judge.judge_hash}: a "
+                f"({self.eval_judge.name}) share judge harness {_rubric_of(self.reward_judge)}: a "
                 "policy trained on a judge's reward must be evaluated by a different judge "
                 "harness. Use another judge harness version for one role, or pass "
                 "allow_same_judge=True to accept it (the report will say so).")
@@ -77,3 +79,9 @@ def check_disjoint(calibration_ids: Iterable[str], test_ids: Iterable[str]) -> N
         shown = ", ".join(overlap[:20]) + (f" and {len(overlap) - 20} more" if len(overlap) > 20 else "")
         raise ValueError(f"{len(overlap)} item(s) are in both the calibration set and the test "
                          f"set: {shown}")
+
+
+def _rubric_of(judge: Judge) -> str:
+    """The judge harness a judge runs: its harness's content hash, else its judge hash."""
+    harness = getattr(judge, "harness", None)
+    return str(getattr(harness, "content_hash", None) or judge.judge_hash)

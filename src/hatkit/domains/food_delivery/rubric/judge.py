@@ -22,6 +22,7 @@ from hatkit.harness import Harness, load_harness
 from hatkit.judge.labels import turn_replies
 from hatkit.judge.policy import policy_item, tool_policy
 from hatkit.judge.verdict import Evidence, ItemScore, Role, Verdict
+from hatkit.judge.version import rubric_hash
 
 JUDGE_DIR = Path(__file__).resolve().parents[1] / "judge"
 _NUM = r"(\d+(?:\.\d{1,2})?)"
@@ -152,8 +153,8 @@ class FoodJudge:
             raise ValueError(f"role must be 'reward' or 'eval', not {role!r}")
         h = judge_harness if isinstance(judge_harness, Harness) else load_harness(judge_harness or JUDGE_DIR)
         self.harness, self.role = h, role
-        self.judge_hash = h.content_hash
-        self.name = f"programmatic:{h.name}@{h.short_hash}"
+        self.judge_hash = rubric_hash(h.content_hash, Path(__file__).parent)
+        self.name = f"programmatic:{h.name}@{self.judge_hash[:12]}"
         self.thresholds = {
             "accuracy": float(h.rules.get("accuracy_pass", 0.99)),
             "effectiveness": float(h.rules.get("effectiveness_pass", 0.8)),

@@ -21,6 +21,7 @@ from hatkit.agent.trace import Trace, ok_record
 from hatkit.harness import Harness, load_harness
 from hatkit.judge.policy import policy_item, tool_policy
 from hatkit.judge.verdict import Evidence, ItemScore, Role, Verdict
+from hatkit.judge.version import rubric_hash
 from hatkit.sim.augment import base_rules
 
 from ._accuracy import _AccuracyChecks, shipped_rules
@@ -48,8 +49,8 @@ class ProgrammaticJudge:
             raise ValueError(f"role must be 'reward' or 'eval', not {role!r}")
         self.harness = judge_harness if isinstance(judge_harness, Harness) else load_harness(judge_harness)
         self.role: Role = role
-        self.judge_hash = self.harness.content_hash
-        self.name = f"programmatic:{self.harness.name}@{self.harness.short_hash}"
+        self.judge_hash = rubric_hash(self.harness.content_hash, Path(__file__).parent)
+        self.name = f"programmatic:{self.harness.name}@{self.judge_hash[:12]}"
         self.config = _Config.of(self.harness)
         self._agents: dict[tuple[str, str], _Agent] = {}
         """By content hash and folder: two variants can share content but not their base."""
