@@ -226,6 +226,9 @@ def test_a_reply_without_the_tool_that_answers_the_question_is_not_effective(bas
         t.final_reply = reply
         return t
 
+    charge = judge.judge(bare("Why was there a delivery charge on FD-1038? How much was it?",
+                              "FD-1038 is a food delivery service in the United States."), base)
+    assert any(e.claim == "asked: fees" and not e.ok for e in charge.evidence)
     nothing = judge.judge(bare("Can you check on order FD-1028 for me?",
                                "Sorry, I can't access external data, but I'm happy to help!"), base)
     assert nothing.effectiveness < judge.thresholds["effectiveness"]

@@ -80,7 +80,8 @@ _ASKS: tuple[tuple[str, re.Pattern[str], frozenset[str]], ...] = tuple(
         ("menu", r"allerg|gluten|\bnuts?\b|dairy|contain|ingredient|price of|how much (?:is|are)|menu|"
                  r"过敏|菜单|多少钱|价格|含有|成分",
          ("get_menu", "find_order")),  # "how much was FD-1005?" is the order's amount
-        ("fees", r"delivery fee|service fee|\bfees?\b|charged|surcharge|运费|配送费|服务费|收了多少",
+        ("fees", r"(?:delivery|service) (?:fee|charge)|\bfees?\b|\bcharged\b|surcharge|how much was|"
+                 r"运费|配送费|服务费|收了多少",
          ("service_fee", "find_order")),
     ))
 """What a customer's turn asks and the tools whose result can answer it: asked with no such
