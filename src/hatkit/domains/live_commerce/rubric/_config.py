@@ -36,17 +36,9 @@ class _Config:
     leak: list[re.Pattern[str]]
     health: list[re.Pattern[str]]
     """What a health question is about (conditions, symptoms, body functions)."""
-
-    @property
-    def compliance_any(self) -> re.Pattern[str]:
-        """All compliance patterns as one alternation: one pass tells a reply with no match
-        (most of them) from one that needs the per-pattern walk."""
-        hit = self.__dict__.get("_any")
-        if hit is None:
-            hit = re.compile("|".join(f"(?:{p.pattern})" for _, ps in self.compliance for p in ps) or "(?!)",
-                             re.I | re.M)
-            object.__setattr__(self, "_any", hit)
-        return hit
+    compliance_any: re.Pattern[str]
+    """All compliance patterns as one alternation: one pass tells a reply with no match (most
+    of them) from one that needs the per-pattern walk."""
 
     def num(self, name: str) -> float:
         return float(self.rules[name])
@@ -62,6 +54,8 @@ class _Config:
         def flat(key: str) -> list[re.Pattern[str]]:
             return [p for _, ps in _patterns(h, names(key)) for p in ps]
 
-        return cls(r, _patterns(h, names("compliance_hooks")), frozenset(names("accuracy_hooks")),
-                   flat("persona_hooks"), flat("injection_hooks"), flat("leak_hooks"),
-                   flat("health_topic_hooks"))
+        compliance = _patterns(h, names("compliance_hooks"))
+        union = "|".join(f"(?:{p.pattern})" for _, ps in compliance for p in ps) or "(?!)"
+        return cls(r, compliance, frozenset(names("accuracy_hooks")), flat("persona_hooks"),
+                   flat("injection_hooks"), flat("leak_hooks"), flat("health_topic_hooks"),
+                   re.compile(union, re.I | re.M))

@@ -16,7 +16,6 @@ from .claims import NEGATION, Claim, cents, find_products, money_values
 _HONEST = re.compile(r"can(?:'|no)t check|not able to check|try again|human (?:colleague|agent)|"
                      r"查不到|稍后再试|人工客服", re.I)
 _HUMAN = re.compile(r"human|agent|ticket|support|人工|客服|工单", re.I)
-_CONDITION = re.compile(r"unopened|sealed|未开封|未拆封", re.I)
 _NO_DEALS = re.compile(r"\bno (?:other |extra )?(?:deals|promotions|promos|codes|coupons)\b|暂无|没有其他",
                        re.I)
 _DOCTOR = re.compile(r"doctor|dermatologist|medicine|physician|医生|药", re.I)
@@ -40,8 +39,8 @@ class _EffectivenessChecks(_AskReader):
             self.ev.append(Evidence("effectiveness", tag + "reply", False, "a non-empty reply", "rubric"))
             return 0.0
         asked = self._aspects(turn, focus, category, attempt)
-        good = claims  # effectiveness asks whether it answered; whether the answer is right is accuracy
-        parts = {a: self._answered(a, reply, good, focus, turn) for a in asked}
+        # every claim counts: whether it answered is asked here, whether it is right is accuracy's question
+        parts = {a: self._answered(a, reply, claims, focus, turn) for a in asked}
         if self._about_another(turn, claims, asked):
             self.ev.append(Evidence("effectiveness", f"{tag}answers about another product", False,
                                     "the product asked about", "rubric:effectiveness"))
@@ -103,15 +102,12 @@ class _EffectivenessChecks(_AskReader):
         if aspect == "request":
             return float(bool(_YES_NO.search(reply) or NEGATION.search(reply) or _GRANT.search(reply)
                               or _DONE.search(reply)))
-        if aspect == "returns" and any(
-                self.a.state.canonical(r.name) == "escalate_to_human" and ok_record(r)
-                and isinstance(r.output, dict) and str(r.output.get("ticket", "")).lower() in low
-                for r in turn.records):
-            return 1.0  # a complaint handed to a person, with its ticket: the answer it needs
-        if aspect == "returns":
-            window = any(c.kind == "days" and c.role in ("return", "other") for c in claims) or (
-                "returns" in kinds) or bool(_RETURN_YES.search(reply))
-            return float(window)  # whether the conditions stated are right is accuracy's question
+        if aspect == "returns":  # a window, "it can come back", or (a complaint) a person's ticket
+            return float(any(c.kind == "days" and c.role in ("return", "other") for c in claims)
+                         or "returns" in kinds or bool(_RETURN_YES.search(reply)) or any(
+                             self.a.state.canonical(r.name) == "escalate_to_human" and ok_record(r)
+                             and isinstance(r.output, dict) and str(r.output.get("ticket", "")).lower() in low
+                             for r in turn.records))
         if aspect == "escalation":
             tickets = [str(r.output.get("ticket")) for r in turn.records
                        if ok_record(r) and isinstance(r.output, dict)

@@ -229,6 +229,13 @@ def _clauses(text: str) -> list[int]:
     return [0] + [m.end() for m in _CLAUSE_END.finditer(text)]
 
 
+def clause_before(text: str, pos: int) -> str:
+    """The text from the start of the clause holding `pos` (after . ! ? ; or a newline, and
+    their CJK forms) up to `pos`: where a negation of what stands at `pos` would be."""
+    start = max(text.rfind(ch, 0, pos) for ch in ".!?。！？;；\n") + 1
+    return text[start:pos]
+
+
 def _clause_of(starts: list[int], text: str, pos: int) -> tuple[int, int]:
     k = bisect.bisect_right(starts, pos) - 1
     end = starts[k + 1] if k + 1 < len(starts) else len(text)

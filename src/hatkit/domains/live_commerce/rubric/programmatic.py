@@ -127,7 +127,7 @@ class _Run(_AccuracyChecks, _RubricChecks, _EffectivenessChecks, _PromiseChecks,
                 c.product_id for c in claims if c.kind == "product" and c.product_id}
             attempt = category == "injection" or any(p.search(turn.user) for p in self.cfg.injection)
             self.attempted |= attempt
-            self._reply, self._failed = turn.reply, set()
+            self._reply = turn.reply
             self._users.append(turn.user)
             failed_before = sum(not e.ok for e in self.ev)
             self._accuracy(claims)
