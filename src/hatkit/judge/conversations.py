@@ -309,7 +309,7 @@ def family_report(judge: Judge, convs: Sequence[LabelledConversation], harness: 
     agreement = family_agreement(judged, thresholds, split)
     out: dict[str, Any] = {
         "families": {f: {d: a.to_dict() for d, a in dims.items()} for f, dims in agreement.items()},
-        "groups": ({f: split.group(c) for c in convs for f in [split.family(c)]} if split else {}),
+        "groups": {split.family(c): split.group(c) for c in convs} if split else {},
         "false_alarms": false_alarms(judged, thresholds, split=split).to_dict(),
     }
     if split is not None:

@@ -201,8 +201,9 @@ class FoodJudge:
                     )
                 )
             for m in _DURATION.finditer(reply):
-                if not timed and float(m.group(1)) not in said_by_user and float(m.group(1)) not in {
-                        float(rules.get("refund_window_hours", -1))}:
+                said = float(m.group(1))
+                window = float(rules.get("refund_window_hours", -1))
+                if not timed and said not in said_by_user and said != window:
                     ev.append(Evidence("accuracy", m.group(0), False, "no delivery_status result",
                                        "tool:delivery_status"))
             if m2 := _ASSURANCE.search(reply):
