@@ -155,3 +155,40 @@ def test_share_prefix_refuses_packing(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="share_prefix"):
         load_config("sft", overrides={"output_dir": str(tmp_path), "share_prefix": True,
                                       "packing": True})
+
+
+def test_head_on_trained_only_equals_trls_loss_and_gradients(tmp_path: Path) -> None:
+    """The default SFT loss (LM head at trained positions only) on a padded TRL batch: the
+    same loss and gradients as TRL's own full-logits loss, and it is the path SFT takes."""
+    from hatkit.train.checkpoint import resolve_model
+    from hatkit.train.runtime import load_causal_lm
+
+    base = save_tiny_checkpoint(tmp_path / "base")
+    data = make_dataset(tmp_path / "data")
+    config = load_config("sft", overrides=tiny_sft_overrides(tmp_path, base, data))
+    assert config.head_on_trained_only
+    model, tok = load_causal_lm(resolve_model(str(base)))
+    model.train()
+    trainer = sft.build_trainer(config, model, tok, sft.load_rows(config))
+    assert type(trainer).__name__ == "SharedPrefixSFTTrainer"
+    batch = next(iter(trainer.get_train_dataloader()))
+    # make the second row 20 tokens shorter, padded on the right as the collator pads
+    batch["input_ids"][1, -20:] = tok.pad_token_id
+    batch["attention_mask"][1, -20:] = 0
+    batch["labels"][1, -20:] = IGNORE
+    n = int((batch["labels"][:, 1:] != IGNORE).sum())
+    assert 0 < n < int(batch["attention_mask"].sum())  # some positions untrained
+    fast = trainer.compute_loss(model, dict(batch))
+    g_fast = _grads(model, fast)
+    plain_config = load_config("sft", overrides=tiny_sft_overrides(
+        tmp_path, base, data, head_on_trained_only=False))
+    plain = sft.build_trainer(plain_config, model, tok, sft.load_rows(plain_config))
+    assert type(plain).__name__ == "SFTTrainer"
+    full = plain.compute_loss(model, dict(batch))
+    g_full = _grads(model, full)
+    assert torch.allclose(fast, full, rtol=1e-5, atol=1e-6), (fast, full)
+    for k in g_full:
+        assert torch.allclose(g_fast[k], g_full[k], rtol=1e-4, atol=1e-6), k
+    # the metrics TRL logs are kept: token accuracy and the token count
+    assert trainer._metrics["train"]["mean_token_accuracy"]
+    assert trainer._metrics["train"]["num_tokens"] == [int(batch["attention_mask"].sum())]

@@ -70,6 +70,12 @@ class HatSFTConfig(CPUDefaults, SFTConfig):  # type: ignore[misc]  # CPUDefaults
         "help": "Train even when max_length cuts trained tokens or drops rows (TRL truncates "
                 "rows and drops those left without a trained token); by default SFT prints the "
                 "length plan and refuses."})
+    head_on_trained_only: bool = field(default=True, metadata={
+        "help": "Apply the LM head only at the positions whose next token is trained, not at "
+                "every position: the same loss and gradients without the full [length, "
+                "vocabulary] logits. Measured on 2 CPU cores with the default model and quick "
+                "HSA rows (~1,450 tokens, ~15% trained), batch 1: 8.98 s a row vs 13.52 s "
+                "(1.5x). Off = TRL's own loss; packing and padding_free always use TRL's."})
     share_prefix: bool = field(default=False, metadata={
         "help": "Batch rows of one harness together and run their common prefix (the rendered "
                 "system prompt) once per batch instead of once per row: same loss and "
@@ -193,6 +199,10 @@ def build_trainer(config: HatSFTConfig, model: Any, tokenizer: Any, rows: Any,
         trainer_class = make_trainer_class()
         kwargs["data_collator"] = SharedPrefixCollator(
             tokenizer.pad_token_id, min_shared=config.share_prefix_min_tokens)
+    elif config.head_on_trained_only and not (config.packing or config.padding_free):
+        from .shared_prefix import make_trainer_class
+
+        trainer_class = make_trainer_class(group_by_harness=False)
     return trainer_class(model=model, args=config, train_dataset=rows, processing_class=tokenizer,
                          peft_config=lora_config(config) if config.use_lora else None,
                          callbacks=callbacks, **kwargs)

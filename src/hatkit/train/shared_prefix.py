@@ -228,23 +228,45 @@ def dataset_keys(dataset: Any) -> list[Hashable]:
     return [row_key({"input_ids": r}) for r in dataset["input_ids"]]
 
 
-def make_trainer_class() -> type:
-    """TRL's SFTTrainer with the shared-prefix sampler and loss (imported lazily, as TRL is)."""
+def plain_batch_groups(inputs: dict[str, Any]) -> dict[str, Any]:
+    """A TRL-collated batch (input_ids, attention_mask, labels; right-padded) as one group
+    with no shared prefix, so that `shared_prefix_loss_sums` applies the LM head only at the
+    positions whose next token is trained: the loss and gradients of the full-logits path
+    without its [rows, length, vocabulary] logits (on a 49k vocabulary and ~1,500-token rows
+    of which ~15% are trained, most of the head's work and memory)."""
+    ids = inputs["input_ids"]
+    mask = inputs.get("attention_mask")
+    mask = torch.ones_like(ids) if mask is None else mask
+    group = {"input_ids": ids, "attention_mask": mask, "labels": inputs["labels"],
+             "prefix_ids": ids[:, :0]}
+    return {"groups": [group], "labels": inputs["labels"], "num_tokens": mask.sum()}
+
+
+def make_trainer_class(group_by_harness: bool = True) -> type:
+    """TRL's SFTTrainer whose loss applies the LM head at trained positions only; with
+    `group_by_harness`, also the shared-prefix sampler (batches of one harness) for the
+    SharedPrefixCollator's groups. Imported lazily, as TRL is."""
     from trl.trainer.sft_trainer import SFTTrainer
 
     class SharedPrefixSFTTrainer(SFTTrainer):  # type: ignore[misc]
-        """SFTTrainer whose batches hold rows of one harness and share their prefix pass."""
+        """SFTTrainer whose loss runs the LM head only where a token is trained (and, with
+        group_by_harness, whose batches hold rows of one harness and share their prefix)."""
 
-        def _get_train_sampler(self, train_dataset: Any = None) -> Sampler[int]:
+        def _get_train_sampler(self, train_dataset: Any = None) -> Any:
+            if not group_by_harness:
+                return super()._get_train_sampler(train_dataset)
             ds = self.train_dataset if train_dataset is None else train_dataset
             return HarnessGroupedSampler(dataset_keys(ds), self.args.per_device_train_batch_size,
                                          self.args.seed)
 
         def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
                          num_items_in_batch: Any = None) -> Any:
-            if "groups" not in inputs:
+            if "groups" not in inputs and (return_outputs or "labels" not in inputs
+                                           or "position_ids" in inputs):
                 return super().compute_loss(  # type: ignore[no-untyped-call]
                     model, inputs, return_outputs, num_items_in_batch)
+            if "groups" not in inputs:
+                inputs = plain_batch_groups(inputs)
             if return_outputs:
                 raise NotImplementedError("share_prefix computes no full logits")
             if self.accelerator.num_processes > 1:
