@@ -108,6 +108,8 @@ def data_build(
                                                 "(default: the domain's own).")] = None,
     think: Annotated[str, typer.Option(help="The oracle's reasoning: short (one line per step) or long "
                                        "(1-4 sentences weighing question, rule and tool).")] = "short",
+    hsa_base: Annotated[bool, typer.Option(help="HSA rows also run on the base harness, as one "
+                                           "configuration among the variants.")] = False,
 ) -> None:
     """SFT datasets on the fixed harness and across HSA variants, with a manifest."""
     from transformers import AutoTokenizer
@@ -132,7 +134,7 @@ def data_build(
     settings = BuildSettings(out=out, train_episodes=train, dev_episodes=dev, seed=seed,
                              n_variants=variants, locale=locale, fault_rate=fault_rate, fmt=fmt,
                              domain=dom, harness=base.root if base is not None else None,
-                             think=think)  # type: ignore[arg-type]
+                             think=think, hsa_base=hsa_base)  # type: ignore[arg-type]
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err)
     tasks: dict[str, TaskID] = {}
 

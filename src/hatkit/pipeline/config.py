@@ -23,6 +23,8 @@ class DataSettings(BaseModel):
     train_episodes: int = Field(default=48, ge=1, description="Training episodes per mode (fixed and hsa).")
     dev_episodes: int = Field(default=8, ge=1, description="Dev episodes per mode.")
     n_variants: int = Field(default=8, ge=1, description="Training-family harness variants for HSA.")
+    hsa_base: bool = Field(default=False, description=(
+        "HSA rows also run on the base harness, as one configuration among the variants."))
     fault_rate: float = Field(default=0.1, ge=0, le=1, description="Share of tool calls with a fault.")
     think: Literal["short", "long"] = Field(default="short", description=(
         "The oracle's reasoning in the SFT data: short, or long (1-4 sentences, so HSA-RL's "

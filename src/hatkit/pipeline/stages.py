@@ -179,7 +179,8 @@ def _data(run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[s
     d = cfg.data
     settings = BuildSettings(out=run.data, train_episodes=d.train_episodes,
                              dev_episodes=d.dev_episodes, seed=cfg.seed, n_variants=d.n_variants,
-                             fault_rate=d.fault_rate, domain=cfg.domain, think=d.think)
+                             fault_rate=d.fault_rate, domain=cfg.domain, think=d.think,
+                             hsa_base=d.hsa_base)
     total = 2 * (d.train_episodes + d.dev_episodes)
     seen: dict[str, int] = {}
 

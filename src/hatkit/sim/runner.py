@@ -42,6 +42,9 @@ class SimConfig(BaseModel):
     variants: Literal["none", "train", "heldout"] = Field(
         default="none", description="Run on the base harness, or on HSA variants of a family.")
     n_variants: int = Field(default=8, ge=1, description="Distinct variants to spread episodes over.")
+    include_base: bool = Field(default=False, description=(
+        "With variants: the base harness is one more configuration among them (HSA trains "
+        "on varied harness states, the shipped one among them)."))
     faults: FaultConfig | None = Field(default=None, description="Fault injection, if any.")
     concurrency: int = Field(default=8, ge=1, description="Episodes run (and batched) together.")
 
@@ -92,8 +95,10 @@ def harnesses_for(config: SimConfig, workdir: Path, hsa: HsaData | None = None) 
     from .augment import variant_folder
 
     base = resolve_harness_path(config.harness)
-    return [variant_folder(base, workdir / f"{config.variants}_{config.seed}_{i}", family=config.variants,
-                           seed=config.seed * 1000 + i, hsa=hsa) for i in range(config.n_variants)]
+    first = [load_harness(base)] if config.include_base else []
+    return first + [variant_folder(base, workdir / f"{config.variants}_{config.seed}_{i}",
+                                   family=config.variants, seed=config.seed * 1000 + i, hsa=hsa)
+                    for i in range(config.n_variants)]
 
 
 def ask_all(episode: Episode, texts: Sequence[str]) -> Generator[ModelRequest, ModelOutput, str]:

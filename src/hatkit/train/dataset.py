@@ -49,6 +49,8 @@ class BuildSettings:
     """The domain (default: the one the harness names, else live_commerce)."""
     harness: Path | str | None = None
     """The base harness folder or shipped name (default: the domain's own)."""
+    hsa_base: bool = False
+    """HSA episodes also run on the base harness (one configuration among the variants)."""
     think: Literal["short", "long"] = "short"
     """The oracle's reasoning: one templated sentence per step, or 1-4 sentences weighing the
     question, the rule and the tool (what HSA-RL's length penalties have to compress)."""
@@ -111,7 +113,8 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
               if settings.fault_rate > 0 else None)
     manifest: dict[str, Any] = {
         "created": datetime.now(UTC).isoformat(timespec="seconds"), "seed": settings.seed,
-        "locale": settings.locale, "fault_rate": settings.fault_rate, "modes": {},
+        "locale": settings.locale, "fault_rate": settings.fault_rate,
+        "hsa_base": settings.hsa_base, "modes": {},
     }
     sizes = {"train": settings.train_episodes, "dev": settings.dev_episodes}
     base, domain = settings.base()
@@ -121,7 +124,8 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
             config = SimConfig(episodes=n, seed=settings.seed, split=split,  # type: ignore[arg-type]
                                locale=settings.locale,  # type: ignore[arg-type]
                                variants="none" if mode == "fixed" else "train",
-                               n_variants=settings.n_variants, faults=faults, harness=str(base.root))
+                               n_variants=settings.n_variants, faults=faults, harness=str(base.root),
+                               include_base=settings.hsa_base and mode == "hsa")
             traces_path = settings.out / mode / f"{split}.traces.jsonl"
 
             def policy(h: Harness, qs: Sequence[Question]) -> OraclePolicy:
