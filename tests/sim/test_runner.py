@@ -59,6 +59,18 @@ def test_variants_and_faults_are_recorded(tmp_path: Path) -> None:
     assert [len(t.events) for t in same] == [len(t.events) for t in traces]
 
 
+def test_include_base_runs_the_base_harness_among_the_variants(tmp_path: Path) -> None:
+    base = LC.harness()
+    cfg = SimConfig(episodes=12, variants="train", n_variants=3, seed=5, include_base=True)
+    out = tmp_path / "t.jsonl"
+    run_sim(cfg, oracle, out, source=LC)
+    hashes = [t.harness_hash for t in read_traces(out)]
+    assert len(set(hashes)) == 4 and hashes.count(base.content_hash) == 3  # 12 over 1 + 3
+    plain = tmp_path / "plain.jsonl"
+    run_sim(cfg.model_copy(update={"include_base": False}), oracle, plain, source=LC)
+    assert base.content_hash not in {t.harness_hash for t in read_traces(plain)}
+
+
 def test_config_file_errors_name_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "sim.yaml"
     bad.write_text("episodes: 10\nsplitt: dev\n")
