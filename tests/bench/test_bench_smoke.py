@@ -103,11 +103,19 @@ def _decode(res: list[dict[str, Any]]) -> None:
     assert r["int8_speedup_bs1"] > 0 and r["int8_speedup_bs8"] > 0 and 0 <= r["int8_agreement"] <= 1
 
 
+def _eval_turns(res: list[dict[str, Any]]) -> None:
+    [r] = res
+    assert r["model"] == "tiny" and r["cases"] == 2 and set(r["modes"]) == {"off", "on"}
+    assert all(m["model_calls"] >= 2 for m in r["modes"].values())
+    assert r["modes"]["off"]["row_hits"] == 0 and r["identical_replies"] is not None
+
+
 SMOKE: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "latency": _latency, "local_episodes": _local_episodes, "runtime_overhead": _runtime_overhead,
     "sft_throughput": _sft_throughput, "sft_shared_prefix": _sft_shared_prefix,
     "sim_throughput": _sim_throughput, "judge_speed": _judge_speed, "variant_speed": _variant_speed,
     "parse_speed": _parse_speed, "history_replay": _history_replay, "decode": _decode,
+    "eval_turns": _eval_turns,
 }
 
 

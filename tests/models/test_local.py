@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from hatkit.models.base import ChatMessage, ModelRequest
+from hatkit.models.base import ChatMessage, ModelOutput, ModelRequest
 from hatkit.models.errors import ContextTooLong
 from hatkit.models.local import LocalModel
 from tiny import tiny_llama, tiny_requests, tiny_tokenizer
@@ -196,3 +196,43 @@ def test_nucleus_sampling_draws_only_from_the_nucleus_in_proportion() -> None:
     assert picked.max() < 1000 and torch.allclose(lp, torch.full((2,), -math.log(1000)))
     free = torch.cat([_choose(logits, 1.0, 1.0, False, gen)[0] for _ in range(1000)])
     assert set(free.tolist()) == {0, 1, 2, 3}
+
+
+def _next_turn(reqs: list[ModelRequest], outs: list[ModelOutput], m: LocalModel) -> list[ModelRequest]:
+    """Each conversation continued: its prompt, the reply and some new tokens (a tool result)."""
+    more = m.tok("tool says: 3 left in red", add_special_tokens=False)["input_ids"]
+    return [ModelRequest(r.messages, prompt_ids=[*(r.prompt_ids or []), *(o.token_ids or []), *more],
+                         prefix_len=r.prefix_len, max_new_tokens=r.max_new_tokens)
+            for r, o in zip(reqs, outs, strict=True)]
+
+
+def test_a_continued_conversation_reuses_its_rows_keys_and_values_with_the_same_output() -> None:
+    """The next turn of an episode prefills only its new tokens (the row cache), and decodes
+    the tokens a fresh prefill of the whole conversation gives."""
+    fresh, cached = _model(row_cache_size=0), _model()
+    reqs = tiny_requests(fresh, QUESTIONS, max_new_tokens=10)
+    first = fresh.generate(reqs)
+    assert [o.token_ids for o in cached.generate(reqs)] == [o.token_ids for o in first]
+    assert cached.stats["row_hits"] == 0
+    turn2 = _next_turn(reqs, first, fresh)
+    a, b = fresh.generate(turn2), cached.generate(turn2)
+    assert [o.token_ids for o in a] == [o.token_ids for o in b]
+    prefix = reqs[0].prefix_len
+    assert cached.stats["row_hits"] == len(reqs)
+    reused = [len(r.prompt_ids or []) - prefix + len(o.token_ids or []) - 1
+              for r, o in zip(reqs, first, strict=True)]
+    assert cached.stats["row_tokens_reused"] == sum(reused)
+    assert fresh.stats["row_hits"] == 0
+
+
+def test_a_repeated_prompt_is_computed_afresh_and_caches_are_cleared() -> None:
+    m = _model()
+    reqs = tiny_requests(m, QUESTIONS[:2], max_new_tokens=6)
+    m.generate(reqs)
+    m.generate(reqs)
+    assert m.stats["row_hits"] == 0  # the same request twice: no reuse, the same output
+    m.clear_caches()
+    m.generate(_next_turn(reqs, m.generate(reqs), m))
+    assert m.stats["row_hits"] == 2
+    m.clear_caches()
+    assert not m._rows and not m._cache

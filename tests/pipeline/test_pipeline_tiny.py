@@ -95,6 +95,7 @@ def test_pipeline_on_the_second_domain_end_to_end(tmp_path: Path) -> None:
     run = run_pipeline(cfg, tmp_path / "run")
     manifest = json.loads((run.data / "manifest.json").read_text())
     assert manifest["disjoint"]["ok"] and manifest["modes"]["hsa"]["train"]["rows"] == 3
+    assert manifest["hsa_base"] is True  # the quick profile mixes the base harness into HSA rows
     rl = json.loads((run.checkpoints / "hat" / "rl_manifest.json").read_text())
     assert all(v["name"].startswith("food_delivery") for v in rl["variants"])
     for row_key in ("base", "fixed_sft", "hsa_sft", "opd", "hat"):

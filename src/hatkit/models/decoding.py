@@ -35,6 +35,8 @@ class RowResult:
     logprobs: list[float] | None
     finish_reason: str
     """stop (end-of-turn token or stop string) or length."""
+    kv: RowKV | None = None
+    """With decode_batch(keep_kv=True): the row's own keys and values, for a later call."""
 
 
 def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Sequence[Sequence[int]], *,
@@ -42,13 +44,23 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
                  top_p: float = 1.0, logprobs: bool = False,
                  stopped: Callable[[int, list[int]], bool] | None = None,
                  generator: Any = None,
-                 on_token: OnToken | None = None) -> tuple[list[RowResult], float]:
+                 on_token: OnToken | None = None,
+                 known: Sequence[RowKV | None] | None = None,
+                 keep_kv: bool = False) -> tuple[list[RowResult], float]:
     """Decode every row after `prefix + suffix`; returns the rows and the time to first token.
 
     The rows are packed into one sequence (see module): each token attends to the prefix and
     to its own row's earlier tokens and has its row's positions, so a row decodes as it would
     alone. `stopped(row, ids)` says whether a row's text hit a stop string. `on_token(row, id)`
     is called for each token the moment it is chosen (streaming), before the row's stop checks.
+
+    Prefill runs row by row, each row's queries over the prefix and its own slots only: one
+    packed prefill computed every token against every row's tokens (masked), so its attention
+    grew with the square of the batch's total width (16 rows of 700 tokens: ~8x the work).
+    `known[r]` (a RowKV from an earlier call's `keep_kv`) holds the keys and values of the
+    first tokens of row r's suffix, which are then copied instead of recomputed (a turn of an
+    agent episode repeats the whole conversation so far). With `keep_kv`, each result's `kv`
+    is its row's own keys and values (suffix plus generated tokens but the last).
     """
     import torch
     from transformers import StaticCache
@@ -65,18 +77,15 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
     # allowed[r, j]: row r's tokens may attend to cache slot j
     allowed = torch.zeros((b, total), dtype=torch.bool, device=device)
     allowed[:, :prefix_len] = True
-    row_of = torch.repeat_interleave(torch.arange(b, device=device), torch.tensor(lens, device=device))
-    start = torch.tensor([0, *lens[:-1]], device=device).cumsum(0)
-    within = torch.arange(width, device=device) - start[row_of]
-    own = (row_of[:, None] == row_of[None, :]) & (within[:, None] >= within[None, :])
-    allowed[row_of, prefix_len + torch.arange(width, device=device)] = True
-    mask = torch.cat([allowed[row_of, :prefix_len], own], 1)
-    ids = torch.tensor([t for s in suffixes for t in s], dtype=torch.long, device=device)[None]
-    last = start + torch.tensor(lens, device=device) - 1
+    starts = [prefix_len + sum(lens[:r]) for r in range(b)]  # row r's own slots start here
+    for r in range(b):
+        allowed[r, starts[r]:starts[r] + lens[r]] = True
     next_pos = prefix_len + torch.tensor(lens, device=device)
     cur = prefix_len + width
     c = model.config
     groups = c.num_attention_heads // (getattr(c, "num_key_value_heads", None) or c.num_attention_heads)
+    known = list(known) if known is not None else [None] * b
+    step_slots: list[list[int]] = [[] for _ in range(b)]  # each row's decode-step cache slots
 
     def bias(allowed_rows: Any) -> Any:
         """The mask as SDPA's additive bias, rows repeated per query head of a K/V head, built
@@ -90,10 +99,14 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
     reasons = ["length"] * b
     started = time.perf_counter()
     ttft = 0.0
-    with torch.inference_mode(), _packed_attention(model):
-        logits = model(input_ids=ids, attention_mask=bias(mask),
-                       position_ids=(prefix_len + within)[None], cache=cache, use_cache=True,
-                       logits_to_keep=last).logits[0].float()
+    window = _Window(prefix_len)
+    with torch.inference_mode(), _packed_attention(model, window):
+        firsts = []
+        for r, suffix in enumerate(suffixes):
+            firsts.append(_prefill_row(model, cache, window, starts[r], prefix_len, list(suffix),
+                                       known[r], bias))
+        window.start = None  # decode steps: every filled slot under the `allowed` mask
+        logits = torch.cat(firsts, 0)
         for step in range(max_new_tokens):
             if step == 0:
                 ttft = time.perf_counter() - started
@@ -121,27 +134,101 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
             active = torch.tensor(rows, device=device)
             n = len(rows)
             allowed[active, cur + torch.arange(n, device=device)] = True
+            for j, r in enumerate(rows):
+                step_slots[r].append(cur + j)
             cur += n
             logits = model(input_ids=nxt[None], attention_mask=bias(allowed[active, :cur]),
                            position_ids=next_pos[None], cache=cache, use_cache=True).logits[0].float()
             next_pos = next_pos + 1
     results = [RowResult(out_ids[i], out_lp[i] if logprobs else None, reasons[i]) for i in range(b)]
+    if keep_kv:
+        for i, res in enumerate(results):
+            slots = torch.tensor([*range(starts[i], starts[i] + lens[i]), *step_slots[i]],
+                                 dtype=torch.long, device=device)
+            res.kv = RowKV([(layer.keys.index_select(2, slots), layer.values.index_select(2, slots))
+                            for layer in cache.layers])
     return results, ttft
+
+
+def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens `a` and `b` share (binary search over slice comparisons, which
+    run in C: a conversation is thousands of tokens and the cache holds dozens of rows)."""
+    ta, tb = tuple(a), tuple(b)
+    lo, hi = 0, min(len(ta), len(tb))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ta[:mid] == tb[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@dataclass
+class RowKV:
+    """One row's own keys and values per layer ([1, kv_heads, n, head_dim] each), after the
+    shared prefix; position i of them is the row's token at position prefix_len + i."""
+
+    layers: list[tuple[Any, Any]]
+
+    def __len__(self) -> int:
+        return int(self.layers[0][0].shape[2]) if self.layers else 0
+
+    def nbytes(self) -> int:
+        return sum(int(k.nbytes) + int(v.nbytes) for k, v in self.layers)
+
+
+@dataclass
+class _Window:
+    """Which cache slots a prefill call's queries see: the prefix, then `start`.. (their own
+    row); `start` None means every filled slot (decode steps, under the additive mask)."""
+
+    prefix: int
+    start: int | None = None
+
+
+def _prefill_row(model: Any, cache: Any, window: _Window, start: int, prefix_len: int,
+                 suffix: list[int], known: RowKV | None, bias: Callable[[Any], Any]) -> Any:
+    """Fill row slots start.. with the row's suffix (copying `known`'s first tokens) and return
+    the logits [1, vocab] of its last token."""
+    import torch
+
+    device = model.device
+    n_known = min(len(known), len(suffix) - 1) if known is not None else 0
+    if n_known:
+        for layer, (k, v) in zip(cache.layers, known.layers, strict=True):  # type: ignore[union-attr]
+            layer.update(k[:, :, :n_known], v[:, :, :n_known])
+    rest = suffix[n_known:]
+    m = len(rest)
+    own = torch.ones((m, n_known + m), dtype=torch.bool, device=device).tril(n_known)
+    allowed = torch.cat([torch.ones((m, prefix_len), dtype=torch.bool, device=device), own], 1)
+    window.start = start
+    pos = prefix_len + n_known + torch.arange(m, device=device)
+    return model(input_ids=torch.tensor([rest], dtype=torch.long, device=device),
+                 attention_mask=bias(allowed), position_ids=pos[None], cache=cache,
+                 use_cache=True, logits_to_keep=1).logits[0].float()
 
 
 _ATTENTION = "hatkit_packed_sdpa"
 
 
 def _packed_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
-                 dropout: float = 0.0, scaling: float | None = None, **kwargs: Any) -> tuple[Any, None]:
+                 dropout: float = 0.0, scaling: float | None = None, *,
+                 window: _Window | None = None, **kwargs: Any) -> tuple[Any, None]:
     """SDPA over the filled cache slots under decode_batch's additive mask (1, 1, groups * q, kv);
-    the query heads sharing a K/V head are stacked along the query axis instead of repeating K/V."""
+    the query heads sharing a K/V head are stacked along the query axis instead of repeating K/V.
+    A prefill `window` narrows the slots to the prefix and one row's own (kv - prefix) slots."""
     import torch
 
     if kwargs.get("sliding_window") or kwargs.get("softcap"):
         raise NotImplementedError("packed decoding supports full attention without softcap only")
     kv = attention_mask.shape[-1]
-    key, value = key[:, :, :kv], value[:, :, :kv]
+    if window is not None and window.start is not None:
+        p, s, n = window.prefix, window.start, kv - window.prefix
+        key = torch.cat([key[:, :, :p], key[:, :, s:s + n]], 2)
+        value = torch.cat([value[:, :, :p], value[:, :, s:s + n]], 2)
+    else:
+        key, value = key[:, :, :kv], value[:, :, :kv]
     batch, heads, q, dim = query.shape
     groups = heads // key.shape[1]
     out = torch.nn.functional.scaled_dot_product_attention(
@@ -151,12 +238,14 @@ def _packed_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: 
 
 
 @contextmanager
-def _packed_attention(model: Any) -> Iterator[None]:
-    """Route the model's attention through `_packed_sdpa` for one call (LocalModel is never
-    called from two threads at once)."""
+def _packed_attention(model: Any, window: _Window | None = None) -> Iterator[None]:
+    """Route the model's attention through `_packed_sdpa` (seeing `window`) for one call
+    (LocalModel is never called from two threads at once)."""
+    from functools import partial
+
     from transformers import AttentionInterface
 
-    AttentionInterface.register(_ATTENTION, _packed_sdpa)
+    AttentionInterface.register(_ATTENTION, partial(_packed_sdpa, window=window))
     before = model.config._attn_implementation
     model.config._attn_implementation = _ATTENTION
     try:

@@ -27,12 +27,14 @@ from typing import Any
 from .assisted import check_draft, decode_one_assisted
 from .base import ModelOutput, ModelRequest
 from .chat_format import ChatTemplateFormat
-from .decoding import decode_batch, decode_one_speculative
+from .decoding import RowKV, common_prefix_len, decode_batch, decode_one_speculative
 from .errors import BackendUnavailable, ContextTooLong
 from .precision import apply_precision, precision_of
 from .speculative import SpecStats
 
 SPECULATIVE_MODES = (None, "prompt_lookup", "draft")
+ROW_CACHE_BYTES = 2 << 30
+"""The row cache's memory bound (oldest rows leave first), whatever `row_cache_size` says."""
 TextSink = Callable[[str], None]
 """Receives a request's generated text piece by piece (end-of-turn token left out)."""
 log = logging.getLogger(__name__)
@@ -67,7 +69,8 @@ class LocalModel:
                  prefix_cache: bool = True, prefix_cache_size: int = 4,
                  speculative: str | None = None, num_draft: int = 8, max_ngram: int = 3,
                  min_ngram: int = 1, draft_model: Any = None, draft_tokenizer: Any = None,
-                 draft_tokens: int = 5, precision: str | None = None) -> None:
+                 draft_tokens: int = 5, precision: str | None = None,
+                 row_cache_size: int = 32) -> None:
         """`precision` ("fp32", "bf16", "int8"; None: as loaded) converts `model`'s weights in
         place (pass a copy to keep the original); `self.precision` names what it runs in.
 
@@ -77,7 +80,12 @@ class LocalModel:
         `max_ngram`, `min_ngram`). `speculative="draft"`: `draft_model` (a model, or a checkpoint
         folder) with the same tokenizer proposes `draft_tokens` tokens per step; passing a
         draft_model alone selects it. A draft whose vocabulary differs is refused
-        (DraftMismatch). Counters go to `stats` (spec_drafted, spec_accepted, ...)."""
+        (DraftMismatch). Counters go to `stats` (spec_drafted, spec_accepted, ...).
+
+        `row_cache_size`: how many finished rows keep their keys and values (after the shared
+        prefix), so that a later call whose prompt continues one (the next turn of an agent
+        episode: the conversation so far plus a tool result) prefills only the new tokens; 0
+        turns it off. About 45 KB a token for the default model; at most ROW_CACHE_BYTES in all."""
         if draft_model is not None and speculative is None:
             speculative = "draft"
         if speculative not in SPECULATIVE_MODES:
@@ -107,12 +115,16 @@ class LocalModel:
         self.use_prefix_cache = prefix_cache
         self._cache: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self._cache_size = prefix_cache_size
+        self._rows: OrderedDict[tuple[int, ...], tuple[int, RowKV]] = OrderedDict()
+        """prompt + generated ids -> (the prompt's length, the row's keys and values)"""
+        self._rows_size = max(0, row_cache_size)
         self._format = ChatTemplateFormat(tokenizer, self.native_tools)
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", None) or 2**31)
         """A prompt must be shorter than this (a longer one is a ContextTooLong output)."""
         self.pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None
                           else tokenizer.eos_token_id)
-        self.stats: dict[str, float] = {"prefix_hits": 0, "prefix_misses": 0, "batches": 0, "rows": 0}
+        self.stats: dict[str, float] = {"prefix_hits": 0, "prefix_misses": 0, "batches": 0, "rows": 0,
+                                        "row_hits": 0, "row_tokens_reused": 0}
         if speculative:
             self.stats.update(spec_calls=0, spec_drafted=0, spec_accepted=0, spec_steps=0,
                               spec_tokens=0, spec_acceptance_rate=0.0)
@@ -144,6 +156,42 @@ class LocalModel:
 
     def token_format(self) -> ChatTemplateFormat:
         return self._format
+
+    def clear_caches(self) -> None:
+        """Forget every cached prefix and row (call after the weights change, e.g. an RL step)."""
+        self._cache.clear()
+        self._draft_cache.clear()
+        self._rows.clear()
+
+    def _known_row(self, prompt: list[int], p_len: int) -> RowKV | None:
+        """The cached row that `prompt` continues (it shares the row's prompt and some of its
+        generated tokens), cut to the tokens they share; None when none does. The entry
+        leaves the cache, as the new row extends it. A prompt that only repeats a cached
+        prompt is computed afresh, so the same request twice gives the same output."""
+        best, best_n = None, 0
+        whole, head = tuple(prompt), tuple(prompt[:p_len])
+        for key in self._rows:
+            if len(key) <= p_len or key[:p_len] != head:
+                continue
+            n = common_prefix_len(key, whole)
+            if n > self._rows[key][0] and n - p_len > best_n:
+                best, best_n = key, n - p_len
+        if best is None:
+            return None
+        kv = self._rows.pop(best)[1]
+        self.stats["row_hits"] += 1
+        self.stats["row_tokens_reused"] += min(best_n, len(prompt) - p_len - 1)
+        return RowKV([(k[:, :, :best_n], v[:, :, :best_n]) for k, v in kv.layers])
+
+    def _keep_rows(self, prompts: list[list[int]], rows: list[Any]) -> None:
+        for prompt, row in zip(prompts, rows, strict=True):
+            if row.kv is None:
+                continue
+            self._rows[tuple(prompt + row.token_ids[:-1])] = (len(prompt), row.kv)
+            row.kv = None
+        total = sum(kv.nbytes() for _, kv in self._rows.values())
+        while self._rows and (len(self._rows) > self._rows_size or total > ROW_CACHE_BYTES):
+            total -= self._rows.popitem(last=False)[1][1].nbytes()
 
     # -- generation --
     def generate(self, requests: Sequence[ModelRequest],
@@ -257,12 +305,16 @@ class LocalModel:
             rows = [row]
             self._record_spec(st)
         else:
+            use_rows = bool(self._rows_size and p_len)
+            known = [self._known_row(p, p_len) for p in prompts] if use_rows else None
             rows, ttft = decode_batch(
                 self.model, cache, p_len, [p[p_len:] for p in prompts], eos_id=self._format.eos_id,
                 max_new_tokens=first.max_new_tokens,
                 temperature=first.temperature, top_p=first.top_p,
                 logprobs=any(r.logprobs for r in reqs), stopped=stopped if first.stop else None,
-                on_token=on_token)
+                on_token=on_token, known=known, keep_kv=use_rows)
+            if use_rows:
+                self._keep_rows(prompts, rows)
         total = time.perf_counter() - started + prefill
         ttft += prefill
         self.stats["batches"] += 1

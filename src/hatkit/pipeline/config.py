@@ -82,14 +82,17 @@ class PipelineConfig(BaseModel):
 # Sized from measured speeds on 2 cores (DESIGN.md): training about 90 tokens/s, decoding about
 # 34 tokens/s in a batch of 8 with the harness prefix cached. `hatkit run` prints the estimate.
 PROFILES: dict[str, dict[str, Any]] = {
-    # Sized to decide, measured on this machine (2 cores): SFT 36 rows of ~1,500 tokens in
-    # 644 s; a trained model's live_qa item about 15 s. The QA suites have 40 items, enough
-    # for a paired test to separate a real difference; variant_qa runs on the three models
-    # the issue allows; the other suites are small. About 2 hours, most of it evaluation
-    # (decoding): over the hour it was meant to take, see README.
+    # Sized to decide, measured on this machine (2 cores). SFT: one pass over 96 rows of
+    # ~1,475 tokens, 1,208 s; HSA rows include the base harness among the 8 variants (without
+    # it, and with 36 steps, HSA-SFT answered 53-72% of live_qa and succeeded on 8-10%; with
+    # it, 96 steps: 100% and 35%; checkpoint-48 of that run still invented tool names: 0%).
+    # A trained model's live_qa item about 12 s. The QA suites have 40 items, enough for a
+    # paired test to separate a real difference; variant_qa runs on the three models the
+    # issue allows; the other suites are small. Over two hours, most of it training and
+    # evaluation: over the hour it was meant to take, see README.
     "quick": {
-        "data": {"train_episodes": 64, "dev_episodes": 8, "n_variants": 8},
-        "train": {"sft": {"max_steps": 36, "learning_rate": 2e-4},
+        "data": {"train_episodes": 96, "dev_episodes": 8, "n_variants": 8, "hsa_base": True},
+        "train": {"sft": {"max_steps": 96, "learning_rate": 2e-4},
                   "opd": {"max_steps": 8, "learning_rate": 5e-5},
                   "rl": {"max_steps": 3, "learning_rate": 2e-4}},
         "eval_sizes": {"live_qa": 40, "variant_qa": 40, "general_if": 8, "faults": 4, "safety": 4,
@@ -101,7 +104,8 @@ PROFILES: dict[str, dict[str, Any]] = {
     # suites (paired differences of about 0.15 detectable), general_if on 150 prompts.
     # `hatkit run --profile cpu --plan` prints the estimate and what each claim can detect.
     "cpu": {
-        "data": {"train_episodes": 160, "dev_episodes": 16, "n_variants": 16, "think": "long"},
+        "data": {"train_episodes": 160, "dev_episodes": 16, "n_variants": 16, "think": "long",
+                 "hsa_base": True},
         "train": {"sft": {"max_steps": 96, "learning_rate": 2e-4},
                   "opd": {"max_steps": 24, "learning_rate": 5e-5},
                   "rl": {"max_steps": 12, "learning_rate": 2e-4}},
@@ -114,7 +118,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
     "full": {
         "base_model": "Qwen/Qwen3-0.6B",
-        "data": {"train_episodes": 4000, "dev_episodes": 400, "n_variants": 64},
+        "data": {"train_episodes": 4000, "dev_episodes": 400, "n_variants": 64, "hsa_base": True},
     },
 }
 

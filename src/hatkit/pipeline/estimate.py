@@ -2,9 +2,9 @@
 
 Built from speeds measured on this kind of machine (2 cores, fp32, SmolLM2-135M; DESIGN.md):
 decoding about 34 tokens/s in a batch of 8 with the harness prefix cached, about 7.6 tokens/s
-for one sequence; SFT about 85 tokens/s on the quick data's ~1,500-token rows (model loading
-and saving included); an agent evaluation item of a trained model about 15 s (up to five calls
-of <= 96 tokens, batches of 16, tool outputs prefilled between calls). The untrained base model
+for one sequence; SFT about 110 tokens/s on the quick data's ~1,500-token rows (model loading
+and saving included); an agent evaluation item of a trained model about 7 s (up to five calls,
+batched; each call prefills only what is new since the row's last call). The untrained base model
 is cheaper (3 s an item): its loops end at the third identical call.
 Once stages finish, the remaining estimates are scaled by how far the finished ones were off,
 so the printed ETA tightens as the run goes.
@@ -18,12 +18,14 @@ from typing import Any
 from .config import PipelineConfig
 from .stages import Stage
 
-TRAIN_TOKENS_PER_S = 85.0  # quick SFT: 36 rows of ~1,500 tokens in 644 s, load and save included
+TRAIN_TOKENS_PER_S = 110.0  # quick SFT (LM head at trained positions): 96 rows, 141,600 tokens in
+# 1,208 s on an idle machine (117/s), load and checkpoint saves around it
 BATCH_DECODE_TOKENS_PER_S = 34.0
 SINGLE_DECODE_TOKENS_PER_S = 7.6
 ORACLE_EPISODES_PER_S = 40.0  # data building: oracle episodes incl. tokenising the traces
 MODEL_LOAD_S = 3.0
-EVAL_S_PER_ITEM = 15.0  # a live_qa item of the quick Fixed-SFT model, batches of 16: 611 s for 40
+EVAL_S_PER_ITEM = 7.0  # a live_qa item of a quick HSA-SFT model with the row cache: 98.7 s for 16
+# in one batch (bench/eval_turns.py; 194 s before it); suites run batches of 8, not measured
 SFT_ROW_TOKENS = 1550  # mean row of the quick data (fixed ~1,450, hsa ~1,650 tokens)
 
 

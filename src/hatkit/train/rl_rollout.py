@@ -149,7 +149,7 @@ class Rollouts:
             traces = self.run(specs, _SamplingPolicy(local, self.sampling),
                               int(trainer.state.global_step))
         finally:
-            local._cache.clear()
+            local.clear_caches()
             model.train(was_training)  # LocalModel put it in eval mode
         return self.to_samples(traces, specs)
 

@@ -1,0 +1,104 @@
+"""Seconds per live_qa episode of a model that calls tools, with the row cache off and on, in
+one run on the same cases (the evaluation's own `run_cases`: batches, budgets, judge).
+
+Every turn of an agent episode sends the whole conversation again (question, earlier calls,
+tool results). `LocalModel` caches the harness prefix; the row cache (`row_cache_size`) also
+keeps each finished row's keys and values, so the next turn prefills only its new tokens.
+Prefill is compute-bound on a CPU, so this is where an evaluation's time went.
+
+Measure it with a checkpoint that calls tools (`--model runs/.../hsa_sft/final`): the base
+model mostly answers in one turn, which a row cache cannot speed up. The script prints the
+seconds, model calls and the prompt tokens the row cache spared, and how many episodes got the same
+replies (a continued row's cached keys were computed in a batched step, so a near-tie can
+round the other way). Run it from another revision's tree to time that code alone (a LocalModel
+without `row_cache_size` runs the "off" mode only). `--smoke`: the tiny random model, 2 cases.
+The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import platform
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from _common import check_episodes, tiny_local_model
+
+from hatkit import __version__
+from hatkit.domain import get_domain
+from hatkit.evals.cases import sim_cases
+from hatkit.evals.episodes import run_cases
+from hatkit.evals.result import EvalSettings
+from hatkit.harness import load_harness
+from hatkit.models.local import LocalModel
+
+BENCH = "eval_turns"
+
+
+def _model(spec: str, smoke: bool, **kwargs: Any) -> LocalModel:
+    if smoke:
+        return tiny_local_model(**kwargs)  # type: ignore[no-any-return]
+    if spec == "local":
+        return LocalModel.default(**kwargs)
+    return LocalModel.from_pretrained(spec, **kwargs)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="local", help="checkpoint folder, or 'local' (default model)")
+    ap.add_argument("--cases", type=int, default=16, help="live_qa test cases")
+    ap.add_argument("--batch-size", type=int, default=16, help="episodes decoded together")
+    ap.add_argument("--smoke", action="store_true", help="tiny random model, 2 cases (seconds)")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        args.cases = min(args.cases, 2)
+    has_rows = "row_cache_size" in inspect.signature(LocalModel.__init__).parameters
+    domain = get_domain()
+    harness = load_harness("live_commerce")
+    cases = sim_cases(domain, harness.rules, args.cases, seed=0)
+    smoke: dict[str, Any] = {"max_new_tokens": 8, "max_model_calls": 2} if args.smoke else {}
+    settings = EvalSettings(batch_size=args.batch_size, **smoke)
+    off: dict[str, Any] = {"row_cache_size": 0} if has_rows else {}
+    modes = [("off", off)] + ([("on", {})] if has_rows else [])
+    figures: dict[str, dict[str, Any]] = {}
+    replies: dict[str, list[str]] = {}
+    base: LocalModel | None = None
+    for name, kwargs in modes:
+        model = _model(args.model, args.smoke, **kwargs) if base is None else LocalModel(
+            base.model, base.tok, base.model_id, max_batch=args.batch_size, **kwargs)
+        model.max_batch = args.batch_size
+        base = base or model
+        run_cases(model, harness, cases[:1], domain=domain, settings=settings, suite="warmup")
+        getattr(model, "clear_caches", model._cache.clear)()  # both modes start cold, warmed up
+        model.stats.update(row_hits=0, row_tokens_reused=0)
+        started = time.perf_counter()
+        eps = run_cases(model, harness, cases, domain=domain, settings=settings, suite="live_qa")
+        seconds = time.perf_counter() - started
+        check_episodes(BENCH, eps.traces, f"row cache {name}")
+        replies[name] = [t.final_reply for t in eps.traces]
+        figures[name] = {"seconds": round(seconds, 2), "s_per_episode": round(seconds / len(cases), 3),
+                         "model_calls": sum(t.timings.model_calls for t in eps.traces),
+                         "row_tokens_reused": int(model.stats.get("row_tokens_reused", 0)),
+                         "row_hits": int(model.stats.get("row_hits", 0))}
+    print(f"{'row cache':10} {'seconds':>8} {'s/episode':>10} {'model calls':>12} {'tokens reused':>14}")
+    for name, f in figures.items():
+        print(f"{name:10} {f['seconds']:8.1f} {f['s_per_episode']:10.2f} {f['model_calls']:12d} "
+              f"{f['row_tokens_reused']:14d}")
+    same = None
+    if "on" in figures:
+        same = sum(a == b for a, b in zip(replies["off"], replies["on"], strict=True))
+        print(f"speed-up {figures['off']['seconds'] / figures['on']['seconds']:.2f}x; "
+              f"identical replies {same}/{len(cases)}")
+    import torch
+
+    print(json.dumps({"bench": BENCH, "model": args.model if not args.smoke else "tiny",
+                      "cases": len(cases), "batch_size": args.batch_size, "modes": figures,
+                      "identical_replies": same, "hatkit": __version__, "torch": torch.__version__,
+                      "python": platform.python_version(), "threads": torch.get_num_threads()}))
+
+
+if __name__ == "__main__":
+    main()
