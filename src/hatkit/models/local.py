@@ -7,6 +7,11 @@ Rows of a batch share one copy of the cached prefix (packed behind it, each seei
 prefix and itself, with its own positions), so greedy outputs match unbatched ones; decoding
 itself is in `decoding.py` (plain and prompt lookup) and `assisted.py` (draft model).
 
+Each turn of an agent episode sends the whole conversation again. The row cache keeps the keys
+and values of recently finished rows (after the prefix), so a prompt that continues one (its
+reply plus a tool result) prefills only the new tokens: half the time of an evaluation item
+(bench/eval_turns.py).
+
 Weights: `precision="int8"` (or "bf16") converts the model's weights for faster decoding on a
 CPU (see `precision.py`); `--model local@int8` and `CKPT@int8` select it from the command line.
 
