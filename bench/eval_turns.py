@@ -67,9 +67,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     replies: dict[str, list[str]] = {}
     base: LocalModel | None = None
     for name, kwargs in modes:
+        kwargs = {**kwargs, "max_batch": args.batch_size}
         model = _model(args.model, args.smoke, **kwargs) if base is None else LocalModel(
-            base.model, base.tok, base.model_id, max_batch=args.batch_size, **kwargs)
-        model.max_batch = args.batch_size
+            base.model, base.tok, base.model_id, **kwargs)
         base = base or model
         run_cases(model, harness, cases[:1], domain=domain, settings=settings, suite="warmup")
         getattr(model, "clear_caches", model._cache.clear)()  # both modes start cold, warmed up

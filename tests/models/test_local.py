@@ -236,3 +236,15 @@ def test_a_repeated_prompt_is_computed_afresh_and_caches_are_cleared() -> None:
     assert m.stats["row_hits"] == 2
     m.clear_caches()
     assert not m._rows and not m._cache
+
+
+def test_a_row_cached_behind_another_prefix_length_is_not_reused() -> None:
+    """A row's keys and values start after its own prefix: a continuation of the same tokens
+    under a shorter cached prefix must not take them (it would misplace every position)."""
+    fresh, cached = _model(row_cache_size=0), _model()
+    reqs = tiny_requests(fresh, QUESTIONS[:2], max_new_tokens=6)
+    turn2 = [ModelRequest(r.messages, prompt_ids=r.prompt_ids, prefix_len=r.prefix_len - 4,
+                          max_new_tokens=r.max_new_tokens)
+             for r in _next_turn(reqs, cached.generate(reqs), cached)]
+    assert [o.token_ids for o in cached.generate(turn2)] == [o.token_ids for o in fresh.generate(turn2)]
+    assert cached.stats["row_hits"] == 0

@@ -120,8 +120,9 @@ class LocalModel:
         self.use_prefix_cache = prefix_cache
         self._cache: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self._cache_size = prefix_cache_size
-        self._rows: OrderedDict[tuple[int, ...], tuple[int, RowKV]] = OrderedDict()
-        """prompt + generated ids -> (the prompt's length, the row's keys and values)"""
+        self._rows: OrderedDict[tuple[int, ...], tuple[int, int, RowKV]] = OrderedDict()
+        """prompt + generated ids -> (its prefix length, the prompt's length, the row's keys and
+        values after the prefix)"""
         self._rows_size = max(0, row_cache_size)
         self._format = ChatTemplateFormat(tokenizer, self.native_tools)
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", None) or 2**31)
@@ -174,29 +175,30 @@ class LocalModel:
         leaves the cache, as the new row extends it. A prompt that only repeats a cached
         prompt is computed afresh, so the same request twice gives the same output."""
         best, best_n = None, 0
-        whole, head = tuple(prompt), tuple(prompt[:p_len])
-        for key in self._rows:
-            if len(key) <= p_len or key[:p_len] != head:
+        whole = tuple(prompt)
+        for key, (prefix_len, prompt_len, _) in self._rows.items():
+            if prefix_len != p_len:  # its keys and values start after another prefix
                 continue
-            n = common_prefix_len(key, whole)
-            if n > self._rows[key][0] and n - p_len > best_n:
-                best, best_n = key, n - p_len
-        if best is None:
+            n = common_prefix_len(key, whole)  # a different prefix shares < p_len <= prompt_len
+            if n > prompt_len and n > best_n:
+                best, best_n = key, n
+        usable = min(best_n, len(prompt) - 1) - p_len  # the last prompt token is always computed
+        if best is None or usable <= 0:
             return None
-        kv = self._rows.pop(best)[1]
+        kv = self._rows.pop(best)[2]
         self.stats["row_hits"] += 1
-        self.stats["row_tokens_reused"] += min(best_n, len(prompt) - p_len - 1)
-        return RowKV([(k[:, :, :best_n], v[:, :, :best_n]) for k, v in kv.layers])
+        self.stats["row_tokens_reused"] += usable
+        return RowKV([(k[:, :, :usable], v[:, :, :usable]) for k, v in kv.layers])
 
-    def _keep_rows(self, prompts: list[list[int]], rows: list[Any]) -> None:
+    def _keep_rows(self, prompts: list[list[int]], p_len: int, rows: list[Any]) -> None:
         for prompt, row in zip(prompts, rows, strict=True):
             if row.kv is None:
                 continue
-            self._rows[tuple(prompt + row.token_ids[:-1])] = (len(prompt), row.kv)
+            self._rows[tuple(prompt + row.token_ids[:-1])] = (p_len, len(prompt), row.kv)
             row.kv = None
-        total = sum(kv.nbytes() for _, kv in self._rows.values())
+        total = sum(kv.nbytes() for _, _, kv in self._rows.values())
         while self._rows and (len(self._rows) > self._rows_size or total > ROW_CACHE_BYTES):
-            total -= self._rows.popitem(last=False)[1][1].nbytes()
+            total -= self._rows.popitem(last=False)[1][2].nbytes()
 
     # -- generation --
     def generate(self, requests: Sequence[ModelRequest],
@@ -319,7 +321,7 @@ class LocalModel:
                 logprobs=any(r.logprobs for r in reqs), stopped=stopped if first.stop else None,
                 on_token=on_token, known=known, keep_kv=use_rows)
             if use_rows:
-                self._keep_rows(prompts, rows)
+                self._keep_rows(prompts, p_len, rows)
         total = time.perf_counter() - started + prefill
         ttft += prefill
         self.stats["batches"] += 1

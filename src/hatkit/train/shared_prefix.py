@@ -34,17 +34,10 @@ from typing import Any
 import torch
 from torch.utils.data import Sampler
 
+from ..models.decoding import common_prefix_len
+
 IGNORE = -100
 MIN_SHARED = 128  # a shorter common prefix is not worth a separate forward pass
-
-
-def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
-    """Number of leading token ids `a` and `b` share."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def prefix_limit(labels: Sequence[int]) -> int:
