@@ -111,6 +111,17 @@ def test_apply_coupon_refuses_a_zero_quantity(call: Call) -> None:
         call("apply_coupon", {"code": "LIVE15", "product_id": "HM-002", "quantity": 0})
 
 
+def test_search_by_a_quoted_id_returns_that_item_only(call: Call) -> None:
+    """Viewers quote ids ("return item AP-006?"); word search matched "ap" against every apparel
+    item and ranked AP-001 first, so a model that searched the id answered about the wrong item."""
+    assert [r["product_id"] for r in call("search_products", {"query": "AP-006"})] == ["AP-006"]
+    assert [r["product_id"] for r in call("search_products", {"query": "item el-003 or HM-004?"})] == [
+        "EL-003", "HM-004"]
+    assert call("search_products", {"query": "AP-006", "category": "food"}) == []
+    # an id-shaped word no product has falls back to word search
+    assert call("search_products", {"query": "ZZ-999 earbuds"})[0]["product_id"].startswith("EL-")
+
+
 def test_search_with_no_matching_words_returns_nothing(call: Call) -> None:
     assert call("search_products", {"query": "zzzqqq xylophonium"}) == []
 
@@ -123,6 +134,9 @@ def test_product_details_return_catalog_price(call: Call, catalog: Catalog) -> N
     details = call("get_product_details", {"product_id": "EL-003"})
     assert details["price"] == product.price == 199.2
     assert details["list_price"] == product.list_price == 249.0
+    # the markdown is stated, not left to the model's arithmetic (a small model wrote "$3.60
+    # off" for 64.00 - 54.40)
+    assert details["saving"] == 49.8
     assert details["category"] == "electronics"
 
 

@@ -7,6 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from hatkit.evals import QUICK_SETTINGS
+from hatkit.models import select
 from hatkit.pipeline import ROWS, load_pipeline_config, plan, run_pipeline
 from hatkit.pipeline.table import COLUMNS, cell, fmt_cell
 from tiny import tiny_llama, tiny_tokenizer
@@ -38,11 +42,18 @@ def _config(base: Path) -> Any:
     })
 
 
-def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path) -> None:
+def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         ) -> None:
     cfg = _config(_tiny_checkpoint(tmp_path / "base")).model_copy(update={
         "evolution_test_n": 2, "evolution_dev_n": 2, "evolution_rounds": 1})  # claim 4, in small
     started: list[tuple[str, bool]] = []
+    batches: list[int] = []
+    real_load = select.load_model
+    monkeypatch.setattr(select, "load_model", lambda spec, **kw: (batches.append(kw.get("max_batch", 0)),
+                                                                  real_load(spec, **kw))[1])
     run = run_pipeline(cfg, tmp_path / "run", on_start=lambda s, skipped: started.append((s.name, skipped)))
+    # every evaluation decodes the suites' batches whole (a default of 8 split the quick 16s)
+    assert batches.count(QUICK_SETTINGS.batch_size) == len(ROWS), batches
     assert [name for name, _ in started] == [s.name for s in plan(cfg)]
     assert "evolve" in [name for name, _ in started]
     assert not any(skipped for _, skipped in started)

@@ -24,8 +24,8 @@ BATCH_DECODE_TOKENS_PER_S = 34.0
 SINGLE_DECODE_TOKENS_PER_S = 7.6
 ORACLE_EPISODES_PER_S = 40.0  # data building: oracle episodes incl. tokenising the traces
 MODEL_LOAD_S = 3.0
-EVAL_S_PER_ITEM = 7.0  # a live_qa item of a quick HSA-SFT model with the row cache: 98.7 s for 16
-# in one batch (bench/eval_turns.py; 194 s before it); suites run batches of 8, not measured
+EVAL_S_PER_ITEM = 7.0  # a live_qa item of a quick HSA-SFT model with the row cache: 95.9 s for 16
+# in one batch (bench/eval_turns.py; 194 s before it); the quick suites decode batches of 16
 SFT_ROW_TOKENS = 1550  # mean row of the quick data (fixed ~1,450, hsa ~1,650 tokens)
 
 

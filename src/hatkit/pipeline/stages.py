@@ -201,9 +201,11 @@ def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | N
     from ..train import resolve_model
 
     spec = run.model_path(stage.row, cfg.base_model)
-    model = load_model(spec if spec == "local" else str(resolve_model(spec)))
-    out = run.eval / stage.row.key
     settings = QUICK_SETTINGS if cfg.profile == "quick" else DEFAULT_SETTINGS
+    # the decoder batches what the suite hands it together (its default of 8 split the quick
+    # profile's batches of 16 in two)
+    model = load_model(spec if spec == "local" else str(resolve_model(spec)), max_batch=settings.batch_size)
+    out = run.eval / stage.row.key
     results = run_suites(cfg.suites_for(stage.row.key), model, sizes=cfg.suite_sizes(),
                          settings=settings, out_dir=out, seed=cfg.seed, progress=progress,
                          domain=cfg.domain)

@@ -46,7 +46,7 @@ def _search_index(state: ShopState) -> list[tuple[Any, frozenset[str], frozenset
 @tool(permission="catalog.read")
 def search_products(ctx: ToolContext, query: str, category: Category | None = None,
                     max_results: Annotated[int, Field(ge=1, le=10)] = 5) -> list[dict[str, Any]]:
-    """Find products by words in their name, brand, description or specs.
+    """Find products by id, or by words in their name, brand, description or specs.
 
     Args:
         query: Words to look for, e.g. "wireless earbuds" or "linen shirt".
@@ -54,14 +54,17 @@ def search_products(ctx: ToolContext, query: str, category: Category | None = No
         max_results: At most this many results (1-10).
     """
     words = [w for w in re.findall(r"\w+", query.lower()) if len(w) > 1]
-    scored = []
-    for p, name_prefixes, hay_prefixes in _search_index(_state(ctx)):
-        if category and p.category != category:
-            continue
-        # whole words, or a word's start ("earbud" finds "earbuds", "air" does not find "hair")
-        score = sum(w in hay_prefixes for w in words) + 2 * sum(w in name_prefixes for w in words)
-        if score:
-            scored.append((-score, p.id, p))
+    quoted = set(re.findall(r"[a-z]+-\d+", query.lower()))  # ids like "ap-006"
+    index = _search_index(_state(ctx))
+    quoted &= {p.id.lower() for p, _, _ in index}
+    rows = [(p, n, h) for p, n, h in index if not category or p.category == category]
+    scored = [(0, p.id, p) for p, _, _ in rows if p.id.lower() in quoted]
+    if not quoted:  # a quoted id means that item; otherwise rank by the words
+        for p, name_prefixes, hay_prefixes in rows:
+            # whole words, or a word's start ("earbud" finds "earbuds", "air" does not find "hair")
+            score = sum(w in hay_prefixes for w in words) + 2 * sum(w in name_prefixes for w in words)
+            if score:
+                scored.append((-score, p.id, p))
     return [
         {"product_id": p.id, "name": p.name, "price": p.price, "in_stock": p.total_stock > 0}
         for _, _, p in sorted(scored)[:max_results]
@@ -70,14 +73,15 @@ def search_products(ctx: ToolContext, query: str, category: Category | None = No
 
 @tool(permission="catalog.read")
 def get_product_details(ctx: ToolContext, product_id: str) -> dict[str, Any]:
-    """Price, list price, description, specs and materials of one product.
+    """Price, list price, saving, description, specs and materials of one product.
 
     Args:
         product_id: The product id, e.g. "EL-003".
     """
     p = _state(ctx).product(product_id)
     return {"product_id": p.id, "name": p.name, "brand": p.brand, "category": p.category,
-            "price": p.price, "list_price": p.list_price, "description": p.description,
+            "price": p.price, "list_price": p.list_price, "saving": round(p.list_price - p.price, 2),
+            "description": p.description,
             "specs": p.specs, "materials": p.materials, "compliance_notes": p.compliance_notes,
             "options": sorted({v.size or v.color or v.sku for v in p.variants})}
 
