@@ -49,7 +49,8 @@ def serve_cmd(
         help="How streamed replies meet pre_reply hooks: auto (sentences if the harness has "
              "reply hooks, else tokens), sentences, tokens, or hold (send after the hooks).")] = "auto",
     speculative: Annotated[str | None, typer.Option(
-        help="Local model only: prompt_lookup, or draft (with --draft-model).")] = None,
+        help="Local model only: prompt_lookup, draft (with --draft-model), or mtp (the draft "
+             "heads `hatkit train draft` saved in the checkpoint).")] = None,
     draft_model: Annotated[str | None, typer.Option(
         help="Checkpoint folder of a small draft model with the same tokenizer (assisted "
              "decoding; implies --speculative draft).")] = None,

@@ -11,6 +11,7 @@ merge of a ZeRO-3/FSDP-sharded model is not handled). Tested on CPU: two gloo ra
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated, Any
 
 import typer
@@ -116,3 +117,61 @@ def train_rl(config: ConfigOpt = None, profile: ProfileOpt = "quick", set_: SetO
     Reward: the reward-role judge, with separate length penalties on think_tool and
     think_reply tokens and a KL term to the reference."""
     run_stage("rl", config, profile, set_, resume)
+
+
+@train_app.command("draft")
+def train_draft(
+    checkpoint: Annotated[Path, typer.Argument(help="The trained target: a checkpoint folder "
+                                               "(e.g. runs/quick/checkpoints/hsa_sft/final).")],
+    data: Annotated[Path, typer.Option(help="A `hatkit data build` folder: its conversations "
+                                       "are what the heads learn the target's replies on.")],
+    mode: Annotated[str, typer.Option(help="Which rows of the data: hsa or fixed.")] = "hsa",
+    split: Annotated[str, typer.Option(help="train or dev.")] = "train",
+    heads: Annotated[int, typer.Option(min=1, max=8, help="Tokens drafted per target pass.")] = 4,
+    kept: Annotated[int, typer.Option(min=16, help="Output vocabulary of the heads: the most "
+                                      "frequent tokens the target writes.")] = 4096,
+    steps: Annotated[int, typer.Option(min=1, help="Optimiser steps (batches of 512 positions).")] = 300,
+    lr: Annotated[float, typer.Option(help="Peak learning rate (linear decay).")] = 1e-3,
+    max_rows: Annotated[int | None, typer.Option(help="Use at most this many rows.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Where to write the heads; default "
+                                             "CHECKPOINT/draft_heads, where serving finds them.")] = None,
+) -> None:
+    """MTP draft heads for speculative decoding, distilled from the target's own greedy tokens.
+
+    The heads read the target's last hidden state and guess the next few tokens, so one
+    target pass verifies several (`--model CKPT` with speculative="mtp", `bench/decode.py
+    --heads`). Prints each head's held-out accuracy: the share of positions where its guess
+    equals the target's greedy token."""
+    from ..models.mtp import HEADS_DIR, weights_hash
+    from ..train.checkpoint import resolve_model
+    from ..train.draft import train_heads
+    from ..train.runtime import load_causal_lm
+    from ..train.sft import read_rows
+
+    folder = resolve_model(str(checkpoint)) if not checkpoint.is_dir() else checkpoint
+    if not (folder / "config.json").is_file():
+        raise _fail(f"{checkpoint}: not a checkpoint folder (no config.json)")
+    try:
+        where: Any = SimpleNamespace(dataset_dir=str(data), mode=mode, split=split, max_rows=max_rows)
+        ds = read_rows(where)
+    except (FileNotFoundError, ValueError) as e:
+        raise _fail(str(e)) from e
+    model, tok = load_causal_lm(folder, trainable=False)
+    if max(max(r) for r in ds["input_ids"]) >= model.get_output_embeddings().weight.shape[0]:
+        raise _fail(f"{data}: token ids beyond {checkpoint}'s vocabulary; build the data with its tokenizer")
+    rows = [(list(i), list(m)) for i, m in zip(ds["input_ids"], ds["loss_mask"], strict=True)]
+    _say(f"{len(rows)} rows from {data}/{mode}/{split}; target {folder}")
+    bar, update = _progress_bar("draft heads")
+    with bar:
+        result, report = train_heads(model, rows, num_heads=heads, kept=kept, steps=steps, lr=lr,
+                                     eos_id=tok.eos_token_id, target_hash=weights_hash(folder),
+                                     progress=lambda step, loss: update(step, steps))
+    dest = result.save(out or folder / HEADS_DIR)
+    table = Table(title=f"draft heads -> {dest}")
+    for col in ("head", "guesses token", "held-out accuracy", "positions"):
+        table.add_column(col)
+    for i, (acc, n) in enumerate(zip(report.heldout_accuracy, report.heldout_positions, strict=True)):
+        table.add_row(str(i), f"+{i + 2}", f"{acc:.3f}", str(n))
+    console.print(table)
+    _say(f"{report.positions} training positions, {report.kept} kept tokens, loss "
+         f"{report.loss_first} -> {report.loss_last}")

@@ -298,8 +298,10 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
                            stopped: Callable[[int, list[int]], bool] | None = None,
                            num_draft: int = 8, max_ngram: int = 3, min_ngram: int = 1,
                            stats: SpecStats | None = None, adaptive: bool = True,
-                           on_token: OnToken | None = None) -> tuple[RowResult, float]:
-    """Greedy decoding of one row with prompt-lookup speculation; same tokens as `decode_batch`.
+                           on_token: OnToken | None = None, heads: Any = None) -> tuple[RowResult, float]:
+    """Greedy decoding of one row with prompt-lookup speculation, or with trained MTP `heads`
+    (models.mtp) drafting from the hidden state of the target's last pass; same tokens as
+    `decode_batch`.
 
     `context` is the whole prompt (prefix + suffix) that drafts are looked up in. Each step
     feeds the pending token plus up to `num_draft` drafted tokens in one forward pass, keeps the
@@ -330,8 +332,12 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
         ids = torch.tensor([suffix], dtype=torch.long, device=device)
         pos = (prefix_len + torch.arange(len(suffix), device=device))[None]
         attn = torch.ones((1, cur), dtype=torch.long, device=device)
-        logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
-                       use_cache=True, logits_to_keep=1).logits[:, -1].float()
+        if heads is None:
+            logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
+                           use_cache=True, logits_to_keep=1).logits[:, -1].float()
+        else:
+            logits, hidden = _pass(model, ids, attn, pos, cache, last=True)
+            state = hidden[0, -1]
         pending = int(logits.argmax(-1)[0])
         ttft = time.perf_counter() - started
         done = False
@@ -346,17 +352,26 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
             if done or len(out) >= max_new_tokens:
                 break
             room = max_new_tokens - len(out) - 1  # the verify pass yields one token beyond drafts
-            draft = prompt_lookup_draft(seq, max_ngram=max_ngram, min_ngram=min_ngram,
-                                        num_draft=min(k, room)) if room > 0 else []
+            if heads is not None:
+                draft = heads.propose(state, min(k, room, heads.meta.num_heads))
+            else:
+                draft = prompt_lookup_draft(seq, max_ngram=max_ngram, min_ngram=min_ngram,
+                                            num_draft=min(k, room)) if room > 0 else []
             feed = [pending, *draft]
             n = len(feed)
             ids = torch.tensor([feed], dtype=torch.long, device=device)
             pos = (cur + torch.arange(n, device=device))[None]
             attn = torch.ones((1, cur + n), dtype=torch.long, device=device)
-            logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
-                           use_cache=True).logits[0].float()
+            if heads is None:
+                logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
+                               use_cache=True).logits[0].float()
+            else:
+                logits, hidden = _pass(model, ids, attn, pos, cache)
+                logits = logits[0]
             greedy = logits.argmax(-1).tolist()
             accepted, k = st.verify(draft, greedy, cache, k=k, num_draft=num_draft, adaptive=adaptive)
+            if heads is not None:
+                state = hidden[0, accepted]  # where the next pending token was chosen
             cur += 1 + accepted
             for tok in draft[:accepted]:
                 out.append(tok)
@@ -374,3 +389,14 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
             pending = int(greedy[accepted])
     st.tokens += len(out)
     return RowResult(out, None, reason), ttft
+
+
+def _pass(model: Any, ids: Any, attn: Any, pos: Any, cache: Any, last: bool = False) -> tuple[Any, Any]:
+    """(float logits, last hidden state) of one cached pass, for drafting heads; `last` keeps
+    only the final position's logits (a prefill)."""
+    out = model.base_model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache, use_cache=True)
+    hidden = out.last_hidden_state
+    logits = model.get_output_embeddings()(hidden[:, -1:] if last else hidden).float()
+    if last:
+        logits = logits[:, -1]
+    return logits, hidden

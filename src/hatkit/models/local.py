@@ -37,7 +37,7 @@ from .errors import BackendUnavailable, ContextTooLong
 from .precision import apply_precision, precision_of
 from .speculative import SpecStats
 
-SPECULATIVE_MODES = (None, "prompt_lookup", "draft")
+SPECULATIVE_MODES = (None, "prompt_lookup", "draft", "mtp")
 ROW_CACHE_BYTES = 2 << 30
 """The row cache's memory bound (oldest rows leave first), whatever `row_cache_size` says."""
 TextSink = Callable[[str], None]
@@ -75,7 +75,7 @@ class LocalModel:
                  speculative: str | None = None, num_draft: int = 8, max_ngram: int = 3,
                  min_ngram: int = 1, draft_model: Any = None, draft_tokenizer: Any = None,
                  draft_tokens: int = 5, precision: str | None = None,
-                 row_cache_size: int = 32) -> None:
+                 row_cache_size: int = 32, draft_heads: Any = None) -> None:
         """`precision` ("fp32", "bf16", "int8"; None: as loaded) converts `model`'s weights in
         place (pass a copy to keep the original); `self.precision` names what it runs in.
 
@@ -85,7 +85,10 @@ class LocalModel:
         `max_ngram`, `min_ngram`). `speculative="draft"`: `draft_model` (a model, or a checkpoint
         folder) with the same tokenizer proposes `draft_tokens` tokens per step; passing a
         draft_model alone selects it. A draft whose vocabulary differs is refused
-        (DraftMismatch). Counters go to `stats` (spec_drafted, spec_accepted, ...).
+        (DraftMismatch). `speculative="mtp"`: trained heads on the target's last hidden state
+        (`draft_heads`: models.mtp.MTPHeads or its folder; `hatkit train draft` makes them)
+        propose up to their number of tokens per pass, at almost no cost of their own; passing
+        draft_heads alone selects it. Counters go to `stats` (spec_drafted, spec_accepted, ...).
 
         `row_cache_size`: how many finished rows keep their keys and values (after the shared
         prefix), so that a later call whose prompt continues one (the next turn of an agent
@@ -93,10 +96,14 @@ class LocalModel:
         turns it off. About 45 KB a token for the default model; at most ROW_CACHE_BYTES in all."""
         if draft_model is not None and speculative is None:
             speculative = "draft"
+        if draft_heads is not None and speculative is None:
+            speculative = "mtp"
         if speculative not in SPECULATIVE_MODES:
             raise ValueError(f"speculative must be one of {SPECULATIVE_MODES}, not {speculative!r}")
         if speculative == "draft" and draft_model is None:
             raise ValueError("speculative='draft' needs draft_model (a model or a checkpoint folder)")
+        if speculative == "mtp" and draft_heads is None:
+            raise ValueError("speculative='mtp' needs draft_heads (trained with `hatkit train draft`)")
         if precision is not None:
             model = apply_precision(model, precision)
         self.precision = precision_of(model)
@@ -109,6 +116,13 @@ class LocalModel:
                 draft_model, draft_tokenizer = _load_draft(draft_model, model)
             check_draft(model, tokenizer, draft_model, draft_tokenizer)
             self.draft = draft_model.to(model.device).eval()
+        self.heads: Any = None
+        if speculative == "mtp":
+            from .mtp import MTPHeads
+
+            if isinstance(draft_heads, str | Path):
+                draft_heads = MTPHeads.load(Path(draft_heads), target=model)
+            self.heads = draft_heads.to(model.device).eval()
         self._draft_cache: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self.spec = SpecStats()
         self.model = model.eval()
@@ -149,6 +163,11 @@ class LocalModel:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         model = model.to(device)  # type: ignore[arg-type]
         model_id = kwargs.pop("model_id", f"local:{Path(path).name}")
+        if kwargs.get("speculative") == "mtp" and kwargs.get("draft_heads") is None:
+            from .mtp import HEADS_DIR, MTPHeads, weights_hash
+
+            kwargs["draft_heads"] = MTPHeads.load(Path(path) / HEADS_DIR, target=model,
+                                                  target_hash=weights_hash(Path(path)))
         if kwargs.get("precision") not in (None, "fp32"):
             model_id += f"@{kwargs['precision']}"
         return cls(model, tok, model_id=model_id, **kwargs)
@@ -308,7 +327,7 @@ class LocalModel:
                     self.model, cache, p_len, prompts[0][p_len:], context=prompts[0],
                     eos_id=self._format.eos_id, max_new_tokens=first.max_new_tokens,
                     stopped=stop_fn, num_draft=self.num_draft, max_ngram=self.max_ngram,
-                    min_ngram=self.min_ngram, stats=st, on_token=on_token)
+                    min_ngram=self.min_ngram, stats=st, on_token=on_token, heads=self.heads)
             rows = [row]
             self._record_spec(st)
         else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -247,5 +248,14 @@ def _load_model(spec: str, speculative: str | None, draft_model: str | None) -> 
     if not isinstance(model, LocalModel):
         raise ValueError("--speculative / --draft-model apply to a local model only (an "
                          "OpenAI-compatible server does its own speculative decoding)")
+    heads = None
+    if speculative == "mtp":  # the heads `hatkit train draft` saved beside the checkpoint
+        from ..models.default_model import ensure_default_model
+        from ..models.mtp import HEADS_DIR, MTPHeads, weights_hash
+        from ..models.select import split_precision
+
+        name = split_precision(spec)[0]
+        folder = ensure_default_model() if name == "local" else Path(name)
+        heads = MTPHeads.load(folder / HEADS_DIR, target=model.model, target_hash=weights_hash(folder))
     return LocalModel(model.model, model.tok, model.model_id, max_batch=model.max_batch,
-                      speculative=speculative, draft_model=draft_model)
+                      speculative=speculative, draft_model=draft_model, draft_heads=heads)

@@ -10,6 +10,8 @@ domain     "domain replies": rendered harness + user question + one tool result 
            `tool_turns`; live commerce: get_product_details' catalog JSON), `--domain-tokens`
            greedy tokens with and without prompt lookup: tokens/s, speed-up, acceptance rate,
            identical output.
+mtp        trained draft heads on the target's hidden state (`hatkit train draft`; `--model CKPT`
+           finds CKPT/draft_heads, or `--heads DIR`).
 assisted   decoding with a draft model: `--draft-model PATH` (a checkpoint folder with the same
            tokenizer), or `--draft-layers N` (the default model's first N layers as the draft,
            weights shared; no second model with SmolLM2's tokenizer is installed here, so
@@ -32,6 +34,7 @@ import platform
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from hatkit import __version__
@@ -135,6 +138,10 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
                     help="use the default model's first N layers as the draft (0: no draft "
                          "unless --draft-model)")
     ap.add_argument("--draft-tokens", type=int, default=5, help="tokens the draft proposes per step")
+    ap.add_argument("--model", default=None, help="a checkpoint folder to measure (default: the "
+                    "embedded default model)")
+    ap.add_argument("--heads", default=None, help="MTP draft heads (`hatkit train draft`); default: "
+                    "the --model checkpoint's draft_heads/ when it has them")
     ap.add_argument("--skip-agent", action="store_true", help="only the domain-reply measurement")
     ap.add_argument("--url", default=None, help="measure a running hatkit server instead")
     args = ap.parse_args(argv)
@@ -157,7 +164,8 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
 
     import torch
 
-    base = base or LocalModel.default()
+    if base is None:
+        base = LocalModel.from_pretrained(args.model) if args.model else LocalModel.default()
     modes = _decoders(base, args)
     domain = get_domain(args.domain)
     harness = domain.harness()
@@ -251,6 +259,12 @@ def _decoders(base: LocalModel, args: argparse.Namespace) -> dict[str, LocalMode
         modes["draft"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8,
                                     draft_model=draft, draft_tokenizer=draft_tok,
                                     draft_tokens=args.draft_tokens)
+    heads = args.heads or (Path(args.model) / "draft_heads" if args.model else None)
+    if heads is not None and (Path(heads) / "heads.json").is_file():
+        modes["mtp"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8, draft_heads=str(heads))
+        args.draft_desc = ((getattr(args, "draft_desc", None) or "") + f" mtp heads {heads}").strip()
+    elif args.heads:
+        raise SystemExit(f"--heads {args.heads}: no heads.json there (train them with `hatkit train draft`)")
     for m in modes.values():  # same weights: one prefix KV cache serves every mode
         m._cache = modes["greedy"]._cache
     return modes

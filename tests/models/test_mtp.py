@@ -1,0 +1,133 @@
+"""MTP draft heads: greedy output unchanged, trained heads guess the target's own tokens, the
+files refuse a target they were not made for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from test_speculative import CASES, _request
+
+from hatkit.models.local import LocalModel
+from hatkit.models.mtp import DraftHeadsMismatch, MTPHeads
+from hatkit.train.draft import _labels, train_heads
+from tiny import tiny_llama, tiny_tokenizer
+
+SYSTEM = "you are a shop host. " * 4
+
+
+def _target(seed: int = 1) -> tuple[object, object]:
+    tok = tiny_tokenizer()
+    return tiny_llama(len(tok), seed=seed), tok
+
+
+def _greedy_rows(model: LocalModel, n: int = 12, max_new: int = 48) -> list[tuple[list[int], list[int]]]:
+    """Rows of the target's own greedy replies (prompt untrained, reply trained)."""
+    rows = []
+    for i in range(n):
+        req = _request(model, SYSTEM, f"item {i} price and stock?", max_new_tokens=max_new)
+        out = model.generate([req])[0]
+        ids = list(req.prompt_ids or []) + list(out.token_ids or [])
+        rows.append((ids, [0] * len(req.prompt_ids or []) + [1] * len(out.token_ids or [])))
+    return rows
+
+
+def test_mtp_decoding_equals_plain_greedy_with_random_heads() -> None:
+    net, tok = _target(2)
+    plain = LocalModel(net, tok, "tiny")
+    heads = MTPHeads.for_target(net, range(len(tok)), num_heads=3)
+    with torch.no_grad():  # random blocks: drafts mostly wrong, the output must not move
+        for block in heads.blocks:
+            block.weight.normal_(0, 0.5)
+    spec = LocalModel(net, tok, "tiny", draft_heads=heads)
+    assert spec.speculative == "mtp"
+    for system, q in CASES:
+        for max_new in (1, 24):
+            req = _request(plain, system, q, max_new_tokens=max_new)
+            a, b = plain.generate([req])[0], spec.generate([req])[0]
+            assert a.token_ids == b.token_ids and a.finish_reason == b.finish_reason, (system, q, max_new)
+    assert spec.stats["spec_drafted"] > 0
+
+
+def test_labels_follow_only_the_targets_own_greedy_path() -> None:
+    ids = [5, 6, 7, 8, 9, 10]
+    mask = [0, 1, 1, 1, 1, 1]
+    # the target's next-token choices: right at 0..2 (6, 7, 8), wrong at 3 (says 4, text has 9)
+    greedy = torch.tensor([6, 7, 8, 4, 10, 11])
+    got = _labels(ids, mask, greedy, k=3)
+    # at t=0: head 0 guesses greedy[1]=7 (after 6 fed), head 1 greedy[2]=8, head 2 greedy[3]=4
+    assert (0, 0, 7) in got and (0, 1, 8) in got and (0, 2, 4) in got
+    # from t=2 on the path leaves the text at position 4 (greedy[3]=4 != ids[4]=9): head 1 stops
+    assert (2, 0, 4) in got and not any(t == 2 and i == 1 for t, i, _ in got)
+    assert not any(t == 5 for t, _, _ in got)  # nothing after the last token
+
+
+def test_trained_heads_guess_the_targets_tokens_and_speed_up_acceptance(tmp_path: Path) -> None:
+    net, tok = _target(3)
+    plain = LocalModel(net, tok, "tiny")
+    rows = _greedy_rows(plain, n=8, max_new=32)
+    heads, report = train_heads(net, rows, num_heads=3, kept=64, steps=150, lr=3e-3, heldout=0.25,
+                                eos_id=tok.eos_token_id, target_hash="abc")
+    assert report.positions > 100 and report.loss_last < report.loss_first
+    untrained = MTPHeads.for_target(net, heads.token_ids.tolist(), num_heads=3)
+
+    def acceptance(h: MTPHeads) -> float:
+        """On the prompts the heads were fitted on (a random tiny target's replies do not
+        generalise to other prompts; bench/decode.py measures held-out replies of the real one)."""
+        m = LocalModel(net, tok, "tiny", draft_heads=h)
+        for i in range(3):
+            req = _request(plain, SYSTEM, f"item {i} price and stock?", max_new_tokens=32)
+            assert m.generate([req])[0].token_ids == plain.generate([req])[0].token_ids
+        return m.stats["spec_accepted"] / max(1, m.stats["spec_drafted"])
+
+    trained, before = acceptance(heads), acceptance(untrained)
+    assert trained > 0.25 and trained > 2 * before, (trained, before)
+    assert report.heldout_accuracy[0] > 0.3
+    folder = heads.save(tmp_path / "draft_heads")
+    again = MTPHeads.load(folder, target=net, target_hash="abc")
+    x = torch.randn(5, net.config.hidden_size)
+    assert torch.equal(again.logits(x), heads.logits(x))
+    with pytest.raises(DraftHeadsMismatch, match="trained for checkpoint"):
+        MTPHeads.load(folder, target=net, target_hash="other")
+    other = tiny_llama(len(tok) + 3)
+    with pytest.raises(DraftHeadsMismatch, match="hidden size"):
+        MTPHeads.load(folder, target=other)
+
+
+def test_mtp_without_heads_is_refused() -> None:
+    net, tok = _target()
+    with pytest.raises(ValueError, match="draft_heads"):
+        LocalModel(net, tok, "tiny", speculative="mtp")
+
+
+def test_train_draft_cli_saves_heads_the_checkpoint_then_decodes_with(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from hatkit.cli import app
+
+    net, tok = _target(4)
+    ckpt = tmp_path / "ckpt"
+    net.save_pretrained(ckpt)  # type: ignore[attr-defined]
+    tok.save_pretrained(ckpt)  # type: ignore[attr-defined]
+    data = tmp_path / "data"
+    r = CliRunner().invoke(app, ["data", "build", "--out", str(data), "--train", "4", "--dev", "1",
+                                 "--variants", "1", "--tokenizer", str(ckpt), "--fault-rate", "0"])
+    assert r.exit_code == 0, r.output
+    bad = CliRunner().invoke(app, ["train", "draft", str(ckpt), "--data", str(tmp_path / "none")])
+    assert bad.exit_code == 1 and "hatkit data build" in bad.output
+    r = CliRunner().invoke(app, ["train", "draft", str(ckpt), "--data", str(data), "--steps", "5",
+                                 "--kept", "32", "--heads", "2"])
+    assert r.exit_code == 0, r.output
+    assert "held-out accuracy" in r.output and (ckpt / "draft_heads" / "heads.json").is_file()
+    m = LocalModel.from_pretrained(ckpt, speculative="mtp")
+    plain = LocalModel.from_pretrained(ckpt)
+    req = _request(plain, SYSTEM, "price?", max_new_tokens=12)
+    assert m.generate([req])[0].token_ids == plain.generate([req])[0].token_ids
+    assert m.heads is not None and m.heads.meta.num_heads == 2
+    # heads of another checkpoint (the weights changed after training) are refused
+    with torch.no_grad():
+        next(net.parameters()).add_(1.0)  # type: ignore[attr-defined]
+    net.save_pretrained(ckpt)  # type: ignore[attr-defined]
+    with pytest.raises(DraftHeadsMismatch):
+        LocalModel.from_pretrained(ckpt, speculative="mtp")
