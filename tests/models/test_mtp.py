@@ -67,8 +67,11 @@ def test_trained_heads_guess_the_targets_tokens_and_speed_up_acceptance(tmp_path
     net, tok = _target(3)
     plain = LocalModel(net, tok, "tiny")
     rows = _greedy_rows(plain, n=8, max_new=32)
+    seen: list[tuple[str, int, int]] = []
     heads, report = train_heads(net, rows, num_heads=3, kept=64, steps=150, lr=3e-3, heldout=0.25,
-                                eos_id=tok.eos_token_id, target_hash="abc")
+                                eos_id=tok.eos_token_id, target_hash="abc",
+                                progress=lambda *a: seen.append(a))
+    assert ("target", 8, 8) in seen and seen[-1] == ("heads", 150, 150)
     assert report.positions > 100 and report.loss_last < report.loss_first
     untrained = MTPHeads.for_target(net, heads.token_ids.tolist(), num_heads=3)
 

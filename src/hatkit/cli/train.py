@@ -161,11 +161,17 @@ def train_draft(
         raise _fail(f"{data}: token ids beyond {checkpoint}'s vocabulary; build the data with its tokenizer")
     rows = [(list(i), list(m)) for i, m in zip(ds["input_ids"], ds["loss_mask"], strict=True)]
     _say(f"{len(rows)} rows from {data}/{mode}/{split}; target {folder}")
-    bar, update = _progress_bar("draft heads")
+    bar, _ = _progress_bar("reading the target's greedy tokens")
+    task = bar.tasks[0].id
+
+    def show(phase: str, done: int, total: int) -> None:
+        label = "reading the target's greedy tokens" if phase == "target" else "training the heads"
+        bar.update(task, description=label, completed=done, total=total)
+
     with bar:
         result, report = train_heads(model, rows, num_heads=heads, kept=kept, steps=steps, lr=lr,
                                      eos_id=tok.eos_token_id, target_hash=weights_hash(folder),
-                                     progress=lambda step, loss: update(step, steps))
+                                     progress=show)
     dest = result.save(out or folder / HEADS_DIR)
     table = Table(title=f"draft heads -> {dest}")
     for col in ("head", "guesses token", "held-out accuracy", "positions"):

@@ -76,11 +76,13 @@ def _labels(ids: Sequence[int], mask: Sequence[int], greedy: torch.Tensor, k: in
 def train_heads(model: Any, rows: Sequence[tuple[list[int], list[int]]], *, num_heads: int = 4,
                 kept: int = 4096, steps: int = 200, lr: float = 1e-3, heldout: float = 0.1,
                 eos_id: int | None = None, target_hash: str = "", seed: int = 0,
-                progress: Callable[[int, float], None] | None = None) -> tuple[MTPHeads, HeadsReport]:
+                progress: Callable[[str, int, int], None] | None = None,
+                ) -> tuple[MTPHeads, HeadsReport]:
     """Fit heads on (input_ids, loss_mask) rows of the target's domain conversations.
 
     The target runs once per row (no gradient); only the heads train, on batches of positions
-    drawn from all rows. A `heldout` share of rows is kept out and scored per head."""
+    drawn from all rows. A `heldout` share of rows is kept out and scored per head.
+    `progress(phase, done, total)`: phase "target" per row read, then "heads" per step."""
     if not rows:
         raise ValueError("no rows to train draft heads on")
     gen = torch.Generator().manual_seed(seed)
@@ -89,11 +91,15 @@ def train_heads(model: Any, rows: Sequence[tuple[list[int], list[int]]], *, num_
     held, train = [rows[i] for i in order[:n_held]], [rows[i] for i in order[n_held:]]
     was_training = model.training
     model.eval()
+    seen = [0]
 
     def collect(part: Sequence[tuple[list[int], list[int]]]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         hs, labs = [], []
         for ids, mask in part:
             hidden, greedy = _targets(model, list(ids))
+            seen[0] += 1
+            if progress is not None:
+                progress("target", seen[0], len(rows))
             trip = _labels(ids, mask, greedy, num_heads)
             if trip:
                 hs.append(hidden)
@@ -137,7 +143,7 @@ def train_heads(model: Any, rows: Sequence[tuple[list[int], list[int]]], *, num_
         if step == 0:
             first = last
         if progress is not None:
-            progress(step + 1, last)
+            progress("heads", step + 1, steps)
     heads.eval()
     acc, npos = _heldout(heads, held_h, held_l)
     report = HeadsReport(steps, len(y_all), len(vocab), round(first, 4), round(last, 4), acc, npos)
