@@ -24,8 +24,9 @@ BATCH_DECODE_TOKENS_PER_S = 34.0
 SINGLE_DECODE_TOKENS_PER_S = 7.6
 ORACLE_EPISODES_PER_S = 40.0  # data building: oracle episodes incl. tokenising the traces
 MODEL_LOAD_S = 3.0
-EVAL_S_PER_ITEM = 7.0  # a live_qa item of a quick HSA-SFT model with the row cache: 95.9 s for 16
-# in one batch (bench/eval_turns.py; 194 s before it); the quick suites decode batches of 16
+EVAL_S_PER_ITEM = 5.0  # an item of a trained quick model, suites decoding batches of 16 with the
+# row cache: make run at 4bf8c3c, Fixed-SFT 362 s and HSA-SFT 617 s for 96 items each (the second
+# while other jobs shared the cores); 7.0 s was measured in batches of 8 before
 SFT_ROW_TOKENS = 1550  # mean row of the quick data (fixed ~1,450, hsa ~1,650 tokens)
 
 
