@@ -86,10 +86,10 @@ PROFILES: dict[str, dict[str, Any]] = {
     # ~1,475 tokens, 1,208 s; HSA rows include the base harness among the 8 variants (without
     # it, and with 36 steps, HSA-SFT answered 53-72% of live_qa and succeeded on 8-10%; with
     # it, 96 steps: 100% and 35%; checkpoint-48 of that run still invented tool names: 0%).
-    # A trained model's live_qa item about 12 s. The QA suites have 40 items, enough for a
-    # paired test to separate a real difference; variant_qa runs on the three models the
-    # issue allows; the other suites are small. Over two hours, most of it training and
-    # evaluation: over the hour it was meant to take, see README.
+    # A trained model's item 4-6 s (batches of 16, row cache). The QA suites have 40 items,
+    # enough for a paired test to separate a real difference; variant_qa runs on the three
+    # models the issue allows; the other suites are small. A fresh `make run` at 4bf8c3c: 86 min
+    # with set-up (SFT 2 x ~20 min, evaluations 38 min): over the hour it was meant to take.
     "quick": {
         "data": {"train_episodes": 96, "dev_episodes": 8, "n_variants": 8, "hsa_base": True},
         "train": {"sft": {"max_steps": 96, "learning_rate": 2e-4},
