@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from _common import tiny_local_model
 
@@ -25,7 +26,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     args.remove("--smoke")
     model = tiny_local_model()
-    latency_main([*SMOKE, *args], base=model)
+    import tempfile
+
+    from hatkit.models.mtp import MTPHeads
+
+    with tempfile.TemporaryDirectory() as tmp:  # untrained MTP heads: the mtp path runs too
+        heads = MTPHeads.for_target(model.model, range(model.model.config.vocab_size), num_heads=2)
+        latency_main([*SMOKE, "--heads", str(heads.save(Path(tmp) / "heads")), *args], base=model)
 
     from hatkit.harness import load_harness
     from hatkit.serve.app import create_app

@@ -37,8 +37,9 @@ def json_lines(out: str) -> list[dict[str, Any]]:
 def _latency(res: list[dict[str, Any]]) -> None:
     local, url = res  # in-process, then --url against an in-process server
     assert local["agent"] and all(r["episodes"] > 0 and r["tokens"] > 0 for r in local["agent"].values())
-    assert {"greedy c=1", "greedy c=2", "prompt_lookup c=1", "draft c=1"} <= set(local["agent"])
-    assert all(local["domain"][m]["tokens"] > 0 for m in ("greedy", "prompt_lookup", "draft"))
+    assert {"greedy c=1", "greedy c=2", "prompt_lookup c=1", "draft c=1", "mtp c=1"} <= set(local["agent"])
+    assert all(local["domain"][m]["tokens"] > 0 for m in ("greedy", "prompt_lookup", "draft", "mtp"))
+    assert local["domain"]["mtp"]["identical"] == local["domain"]["prompts"]
     assert [(r["requests"], r["non_200"]) for r in url["by_concurrency"].values()] == [(2, 0), (2, 0)]
 
 
