@@ -139,9 +139,9 @@ def train_draft(
     """MTP draft heads for speculative decoding, distilled from the target's own greedy tokens.
 
     The heads read the target's last hidden state and guess the next few tokens, so one
-    target pass verifies several (`--model CKPT` with speculative="mtp", `bench/decode.py
-    --heads`). Prints each head's held-out accuracy: the share of positions where its guess
-    equals the target's greedy token."""
+    target pass verifies several (`hatkit serve --model CKPT --speculative mtp`,
+    `hatkit bench latency --model CKPT`). Prints each head's held-out accuracy: the share of
+    positions where its guess equals the target's greedy token."""
     from ..models.mtp import HEADS_DIR, weights_hash
     from ..train.checkpoint import resolve_model
     from ..train.draft import train_heads

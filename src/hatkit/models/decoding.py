@@ -314,6 +314,8 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
     import torch
     from transformers import StaticCache
 
+    from .mtp import forward_hidden
+
     device = model.device
     suffix = list(suffix)
     total = prefix_len + len(suffix) + max_new_tokens + num_draft + 1
@@ -336,8 +338,9 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
             logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
                            use_cache=True, logits_to_keep=1).logits[:, -1].float()
         else:
-            logits, hidden = _pass(model, ids, attn, pos, cache, last=True)
-            state = hidden[0, -1]
+            logits, hidden = forward_hidden(model, last=True, input_ids=ids, attention_mask=attn,
+                                            position_ids=pos, cache=cache, use_cache=True)
+            logits, state = logits[:, -1].float(), hidden[0, -1]
         pending = int(logits.argmax(-1)[0])
         ttft = time.perf_counter() - started
         done = False
@@ -366,8 +369,9 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
                 logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
                                use_cache=True).logits[0].float()
             else:
-                logits, hidden = _pass(model, ids, attn, pos, cache)
-                logits = logits[0]
+                logits, hidden = forward_hidden(model, input_ids=ids, attention_mask=attn, position_ids=pos,
+                                                cache=cache, use_cache=True)
+                logits = logits[0].float()
             greedy = logits.argmax(-1).tolist()
             accepted, k = st.verify(draft, greedy, cache, k=k, num_draft=num_draft, adaptive=adaptive)
             if heads is not None:
@@ -390,13 +394,3 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
     st.tokens += len(out)
     return RowResult(out, None, reason), ttft
 
-
-def _pass(model: Any, ids: Any, attn: Any, pos: Any, cache: Any, last: bool = False) -> tuple[Any, Any]:
-    """(float logits, last hidden state) of one cached pass, for drafting heads; `last` keeps
-    only the final position's logits (a prefill)."""
-    out = model.base_model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache, use_cache=True)
-    hidden = out.last_hidden_state
-    logits = model.get_output_embeddings()(hidden[:, -1:] if last else hidden).float()
-    if last:
-        logits = logits[:, -1]
-    return logits, hidden

@@ -164,10 +164,9 @@ class LocalModel:
         model = model.to(device)  # type: ignore[arg-type]
         model_id = kwargs.pop("model_id", f"local:{Path(path).name}")
         if kwargs.get("speculative") == "mtp" and kwargs.get("draft_heads") is None:
-            from .mtp import HEADS_DIR, MTPHeads, weights_hash
+            from .mtp import MTPHeads
 
-            kwargs["draft_heads"] = MTPHeads.load(Path(path) / HEADS_DIR, target=model,
-                                                  target_hash=weights_hash(Path(path)))
+            kwargs["draft_heads"] = MTPHeads.for_checkpoint(Path(path), model)
         if kwargs.get("precision") not in (None, "fp32"):
             model_id += f"@{kwargs['precision']}"
         return cls(model, tok, model_id=model_id, **kwargs)

@@ -123,6 +123,16 @@ class MTPHeads(nn.Module):
                                      f"not {target_hash[:12]}; retrain them with `hatkit train draft`")
         return heads.eval()
 
+    @classmethod
+    def for_checkpoint(cls, checkpoint: Path, target: Any) -> MTPHeads:
+        """The heads `hatkit train draft` saved in `checkpoint`, refused unless made for its weights."""
+        return cls.load(checkpoint / HEADS_DIR, target=target, target_hash=weights_hash(checkpoint))
+
+
+def has_heads(folder: Path) -> bool:
+    """Whether `folder` holds saved heads."""
+    return (folder / _META).is_file()
+
 
 def weights_hash(checkpoint: Path) -> str:
     """sha256 over a checkpoint's weight files (names and bytes), the heads' link to it."""
@@ -137,9 +147,9 @@ def weights_hash(checkpoint: Path) -> str:
     return h.hexdigest()
 
 
-def forward_hidden(model: Any, **inputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+def forward_hidden(model: Any, *, last: bool = False, **inputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """(logits, last hidden state) of one causal-LM pass: the base model, then its output layer
-    (the hidden state the heads read is the one the output layer reads)."""
-    out = model.base_model(**inputs)
-    hidden = out.last_hidden_state
-    return model.get_output_embeddings()(hidden), hidden
+    (the hidden state the heads read is the one the output layer reads); `last` computes the
+    logits of the final position only (a prefill)."""
+    hidden = model.base_model(**inputs).last_hidden_state
+    return model.get_output_embeddings()(hidden[:, -1:] if last else hidden), hidden

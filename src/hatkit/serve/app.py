@@ -251,11 +251,11 @@ def _load_model(spec: str, speculative: str | None, draft_model: str | None) -> 
     heads = None
     if speculative == "mtp":  # the heads `hatkit train draft` saved beside the checkpoint
         from ..models.default_model import ensure_default_model
-        from ..models.mtp import HEADS_DIR, MTPHeads, weights_hash
+        from ..models.mtp import MTPHeads
         from ..models.select import split_precision
 
         name = split_precision(spec)[0]
         folder = ensure_default_model() if name == "local" else Path(name)
-        heads = MTPHeads.load(folder / HEADS_DIR, target=model.model, target_hash=weights_hash(folder))
+        heads = MTPHeads.for_checkpoint(folder, model.model)
     return LocalModel(model.model, model.tok, model.model_id, max_batch=model.max_batch,
                       speculative=speculative, draft_model=draft_model, draft_heads=heads)

@@ -259,12 +259,19 @@ def _decoders(base: LocalModel, args: argparse.Namespace) -> dict[str, LocalMode
         modes["draft"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8,
                                     draft_model=draft, draft_tokenizer=draft_tok,
                                     draft_tokens=args.draft_tokens)
-    heads = args.heads or (Path(args.model) / "draft_heads" if args.model else None)
-    if heads is not None and (Path(heads) / "heads.json").is_file():
-        modes["mtp"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8, draft_heads=str(heads))
-        args.draft_desc = ((getattr(args, "draft_desc", None) or "") + f" mtp heads {heads}").strip()
-    elif args.heads:
-        raise SystemExit(f"--heads {args.heads}: no heads.json there (train them with `hatkit train draft`)")
+    from hatkit.models.mtp import HEADS_DIR, MTPHeads, has_heads
+
+    heads: Any = None
+    if args.heads:
+        if not has_heads(Path(args.heads)):
+            raise SystemExit(f"--heads {args.heads}: no saved heads there (train them with "
+                             "`hatkit train draft`)")
+        heads, where = MTPHeads.load(Path(args.heads), target=base.model), args.heads
+    elif args.model and has_heads(Path(args.model) / HEADS_DIR):
+        heads, where = MTPHeads.for_checkpoint(Path(args.model), base.model), Path(args.model) / HEADS_DIR
+    if heads is not None:
+        modes["mtp"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8, draft_heads=heads)
+        args.draft_desc = ((getattr(args, "draft_desc", None) or "") + f" mtp heads {where}").strip()
     for m in modes.values():  # same weights: one prefix KV cache serves every mode
         m._cache = modes["greedy"]._cache
     return modes
