@@ -68,6 +68,16 @@ def _sft_shared_prefix(res: list[dict[str, Any]]) -> None:
     assert r["plain_rows_per_s"] > 0 and r["share_prefix_rows_per_s"] > 0
 
 
+def _sft_precision(res: list[dict[str, Any]]) -> None:
+    [r] = res
+    if "skipped" in r:  # a CPU without bf16 matrix instructions: nothing to compare
+        return
+    assert r["model"] == "tiny" and r["tokens"] > 0
+    assert r["fp32_tokens_per_s"] > 0 and r["bf16_tokens_per_s"] > 0
+    assert len(r["fp32_losses"]) == len(r["bf16_losses"]) == r["steps"]
+    assert r["fp32_losses"] != r["bf16_losses"] and r["loss_rel_diff_max"] < 0.05  # autocast ran, close
+
+
 def _sim_throughput(res: list[dict[str, Any]]) -> None:
     [r] = res
     assert len(r["rows"]) == 4 and all(row["episodes"] > 0 for row in r["rows"].values())
@@ -114,6 +124,7 @@ def _eval_turns(res: list[dict[str, Any]]) -> None:
 SMOKE: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "latency": _latency, "local_episodes": _local_episodes, "runtime_overhead": _runtime_overhead,
     "sft_throughput": _sft_throughput, "sft_shared_prefix": _sft_shared_prefix,
+    "sft_precision": _sft_precision,
     "sim_throughput": _sim_throughput, "judge_speed": _judge_speed, "variant_speed": _variant_speed,
     "parse_speed": _parse_speed, "history_replay": _history_replay, "decode": _decode,
     "eval_turns": _eval_turns,

@@ -174,8 +174,58 @@ def test_each_reasoning_line_names_the_result_it_follows() -> None:
                  if s.segment == "tool_call"]
         assert all(a != b for a, b in itertools.pairwise(thinks)), thinks
         for i, think in enumerate(thinks[1:-1], 1):
-            assert think.startswith(f"<think>{names[i - 1]} answered; next I need {names[i]}"), think
+            assert think.startswith(f"<think>{names[i - 1]} answered;"), think
+            assert think.endswith(f"{names[i]} next.</think>\n") or f"{names[i]} next " in think, think
         assert thinks[-1].startswith(f"<think>{names[-1]} answered;"), thinks[-1]
+
+
+def _thinks(trace: Trace) -> list[str]:
+    return [s.text for s in trace.spans if s.segment in ("think_tool", "think_reply")]
+
+
+def test_the_line_before_a_later_call_restates_what_was_asked() -> None:
+    """A small model picked the same tool after every search; the line that picks the next tool
+    names what the viewer asked right before it (the shell -> get_product_details)."""
+    lc = load_harness("live_commerce")
+    qs = [q for q in generate_questions(lc.rules, n=60, seed=3, split="train", categories=["specs"])
+          if q.turns[0].plan[0].tool == "search_products"][:3]
+    assert qs
+    for trace, q in zip(run(lc, qs, LC.oracle(lc, qs)), qs, strict=True):
+        spec = next(f.name.split(":")[1] for f in q.turns[0].facts if f.name.startswith("spec:"))
+        line = next(t for t in _thinks(trace) if t.startswith("<think>search_products answered;"))
+        assert f"for the {spec}" in line and line.index(spec) < line.index("get_product_details"), line
+
+
+def test_reasoning_names_deals_not_the_coupon_codes_only_a_tool_can_tell() -> None:
+    """A promotions question's facts are coupon and promotion codes; reasoning before the call
+    said "the price, saving and SNACK5", which a model cannot know before it calls the tool."""
+    lc = load_harness("live_commerce")
+    qs = [q for q in generate_questions(lc.rules, n=80, seed=5, split="train", categories=["price_promo"])
+          if any(f.name.startswith(("coupon:", "promotion:")) for f in q.turns[0].facts)][:3]
+    assert qs
+    for trace, q in zip(run(lc, qs, LC.oracle(lc, qs)), qs, strict=True):
+        first = _thinks(trace)[0]
+        codes = [f.name.split(":")[1] for f in q.turns[0].facts if ":" in f.name]
+        assert "deals" in first and not any(c in first for c in codes), first
+
+
+def test_a_health_claim_trap_reasons_about_the_claim_not_the_name() -> None:
+    """The trap's refusal was the reply models gave after any product lookup when its reasoning
+    read "I reply now with the name"; the domain's category lines make it reason about the claim,
+    and other categories keep the common lines."""
+    lc = load_harness("live_commerce")
+    qs = generate_questions(lc.rules, n=40, seed=3, split="train", categories=["compliance_trap", "specs"])
+    traps = [q for q in qs if q.category == "compliance_trap" and q.turns[0].plan][:2]
+    specs = [q for q in qs if q.category == "specs"][:2]
+    assert traps and specs
+    oracle = LC.oracle(lc, traps + specs)
+    for trace in run(lc, traps, oracle):
+        thinks = _thinks(trace)
+        assert "health claim" in thinks[0] and "health claim" in thinks[-1], thinks
+        assert not any("the name" in t for t in thinks), thinks
+    for trace in run(lc, specs, oracle):
+        assert not any("health claim" in t for t in _thinks(trace))
+        assert "I reply now with the" in _thinks(trace)[-1]
 
 
 def test_long_thinking_varies_in_length_and_changes_nothing_else() -> None:

@@ -9,8 +9,10 @@ from train_helpers import make_dataset, save_tiny_checkpoint, tiny_sft_overrides
 from typer.testing import CliRunner
 
 from hatkit.cli import app
+from hatkit.train import runtime
 from hatkit.train.checkpoint import read_meta
 from hatkit.train.config import ConfigError, load_config, parse_overrides
+from hatkit.train.runtime import cpu_has_bf16_matmul, weights_bf16
 
 
 def test_layers_defaults_profile_file_overrides(tmp_path: Path) -> None:
@@ -19,7 +21,8 @@ def test_layers_defaults_profile_file_overrides(tmp_path: Path) -> None:
     config = load_config("sft", file, "quick", {"max_steps": "9"})
     assert config.learning_rate == 1e-4  # YAML's "1e-4" string coerced to the field's float
     assert config.max_steps == 9 and config.mode == "fixed"
-    assert config.max_length == 3072 and config.bf16 is False  # from the quick profile
+    assert config.max_length == 3072  # from the quick profile
+    assert config.bf16 is cpu_has_bf16_matmul()  # fp32, or bf16 autocast where the CPU has it
     assert config.allow_truncation is False
     assert config.activation_checkpointing is False
     import torch
@@ -30,6 +33,20 @@ def test_layers_defaults_profile_file_overrides(tmp_path: Path) -> None:
     else:  # the full profile is for a GPU; on CPU the refusal is a ConfigError, not a traceback
         with pytest.raises(ConfigError, match="bf16"):
             load_config("sft", profile="full")
+
+
+@pytest.mark.parametrize("stage", ["sft", "opd"])
+def test_cpu_bf16_autocasts_only_where_the_cpu_multiplies_bf16(stage: str, monkeypatch: pytest.MonkeyPatch,
+                                                               ) -> None:
+    """On a CPU with bf16 matrix instructions the CPU stages train under bf16 autocast over fp32
+    weights (about 2x a step, bench/sft_precision.py); without them, or with cpu_bf16=false,
+    fp32 as before; the weights never load in bf16 on the CPU."""
+    monkeypatch.setattr(runtime, "cpu_has_bf16_matmul", lambda: True)
+    on = load_config(stage, profile="quick")
+    assert on.bf16 is True and on.use_cpu and weights_bf16(on) is False
+    assert load_config(stage, profile="quick", overrides={"cpu_bf16": "false"}).bf16 is False
+    monkeypatch.setattr(runtime, "cpu_has_bf16_matmul", lambda: False)
+    assert load_config(stage, profile="quick").bf16 is False
 
 
 def test_unknown_key_names_file_line_and_suggestion(tmp_path: Path) -> None:

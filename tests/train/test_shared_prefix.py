@@ -165,8 +165,9 @@ def test_head_on_trained_only_equals_trls_loss_and_gradients(tmp_path: Path) -> 
 
     base = save_tiny_checkpoint(tmp_path / "base")
     data = make_dataset(tmp_path / "data")
-    config = load_config("sft", overrides=tiny_sft_overrides(tmp_path, base, data))
-    assert config.head_on_trained_only
+    # fp32 both (cpu_bf16 would autocast the fast path only: TRL's is unwrapped here)
+    config = load_config("sft", overrides=tiny_sft_overrides(tmp_path, base, data, cpu_bf16=False))
+    assert config.head_on_trained_only and not config.bf16
     model, tok = load_causal_lm(resolve_model(str(base)))
     model.train()
     trainer = sft.build_trainer(config, model, tok, sft.load_rows(config))
@@ -181,7 +182,7 @@ def test_head_on_trained_only_equals_trls_loss_and_gradients(tmp_path: Path) -> 
     fast = trainer.compute_loss(model, dict(batch))
     g_fast = _grads(model, fast)
     plain_config = load_config("sft", overrides=tiny_sft_overrides(
-        tmp_path, base, data, head_on_trained_only=False))
+        tmp_path, base, data, head_on_trained_only=False, cpu_bf16=False))
     plain = sft.build_trainer(plain_config, model, tok, sft.load_rows(plain_config))
     assert type(plain).__name__ == "SFTTrainer"
     full = plain.compute_loss(model, dict(batch))

@@ -1,6 +1,7 @@
 """Time estimates for each pipeline stage, printed before anything starts.
 
-Built from speeds measured on this kind of machine (2 cores, fp32, SmolLM2-135M; DESIGN.md):
+Built from speeds measured on this kind of machine (2 cores, fp32, SmolLM2-135M; DESIGN.md;
+SFT under bf16 autocast where the CPU has bf16 matrix instructions):
 decoding about 34 tokens/s in a batch of 8 with the harness prefix cached, about 7.6 tokens/s
 for one sequence; SFT about 110 tokens/s on the quick data's ~1,500-token rows (model loading
 and saving included); an agent evaluation item of a trained model about 7 s (up to five calls,
@@ -20,6 +21,8 @@ from .stages import Stage
 
 TRAIN_TOKENS_PER_S = 110.0  # quick SFT (LM head at trained positions): 96 rows, 141,600 tokens in
 # 1,208 s on an idle machine (117/s), load and checkpoint saves around it
+TRAIN_TOKENS_PER_S_CPU_BF16 = 185.0  # the same under bf16 autocast on a CPU with AMX: 96 HSA rows,
+# 143,400 tokens in 733 s (196/s) where fp32 took 1,299 s on the same rows
 BATCH_DECODE_TOKENS_PER_S = 34.0
 SINGLE_DECODE_TOKENS_PER_S = 7.6
 ORACLE_EPISODES_PER_S = 40.0  # data building: oracle episodes incl. tokenising the traces
@@ -52,7 +55,10 @@ def _train_seconds(stage_name: str, cfg: PipelineConfig) -> tuple[float, str]:
         # max_length is sized from the data (not known yet) and only bounds a row
         tokens = steps * batch * min(_get(config, "max_length", SFT_ROW_TOKENS), SFT_ROW_TOKENS)
         per = int(tokens / steps / batch)
-        return tokens / TRAIN_TOKENS_PER_S, f"{int(steps)} steps x {int(batch)} x ~{per} tokens"
+        cpu_bf16 = bool(getattr(config, "bf16", False)) and bool(getattr(config, "use_cpu", False))
+        speed = TRAIN_TOKENS_PER_S_CPU_BF16 if cpu_bf16 else TRAIN_TOKENS_PER_S
+        return tokens / speed, (f"{int(steps)} steps x {int(batch)} x ~{per} tokens"
+                                + (", bf16 autocast" if cpu_bf16 else ""))
     new = _get(config, "max_new_tokens", _get(config, "max_completion_length", 64))
     turns = _get(config, "max_turns", 1)
     samples = steps * batch  # GRPO's batch counts completions, each group's generations included

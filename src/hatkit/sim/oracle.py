@@ -37,8 +37,11 @@ class OracleScript:
 
     `think[locale]` holds the reasoning lines "retry", "reply", "reply_after", "none",
     "default" and "next", plus optionally one per canonical tool name (formatted with the
-    call's arguments and `asked`); `unavailable[locale]` is the honest reply when a tool keeps
-    failing; `greeting` the reply to a message that is no registered question."""
+    call's arguments and `asked`); a line keyed "<category>.<kind>" replaces that kind for one
+    question category (a health-claim trap reasons about the claim, not about "the name", so
+    its refusal is not the reply a model learns to give after any product lookup);
+    `unavailable[locale]` is the honest reply when a tool keeps failing; `greeting` the reply
+    to a message that is no registered question."""
 
     with_rules: Callable[[Question, Mapping[str, Any]], Question]
     think: Mapping[str, Mapping[str, str]]
@@ -48,13 +51,17 @@ class OracleScript:
     """locale -> reasoning kind ("call", "reply", "none", "retry") -> sentences that weigh the
     question, the rule and the tool, formatted with the harness's rule values, the call's
     arguments, `asked`, `tool` and `prev`; "long" thinking appends 0-3 of them to each line."""
+    asked_as: Mapping[str, str] = field(default_factory=dict)
+    """How `asked` names a kind of fact ("coupon" -> "deals" for a fact named "coupon:SNACK5"):
+    reasoning before a call must not name what only the call's result can tell."""
 
 
 def load_script(path: Path, with_rules: Callable[[Question, Mapping[str, Any]], Question]) -> OracleScript:
     """A domain's oracle lines from its YAML file (greeting, think, unavailable, elaborations)."""
     data = yaml.safe_load(path.read_text("utf-8"))
     return OracleScript(with_rules=with_rules, think=data["think"], unavailable=data["unavailable"],
-                        greeting=data["greeting"], elaborations=data.get("elaborations", {}))
+                        greeting=data["greeting"], elaborations=data.get("elaborations", {}),
+                        asked_as=data.get("asked_as", {}))
 
 
 class _Slots(dict[str, Any]):
@@ -113,7 +120,7 @@ class OraclePolicy:
         loc = question.locale if question.locale in self.script.think else "en"
         done, failures, last_error = _progress(messages[start + 1:], turn.plan)
         prev = self.visible.get(turn.plan[done - 1].tool, turn.plan[done - 1].tool) if done else None
-        asked = _asked(turn)
+        asked = _asked(turn, self.script.asked_as)
         if done < len(turn.plan):
             step = turn.plan[done]
             if failures == 0:
@@ -132,11 +139,11 @@ class OraclePolicy:
         step taken next depends on what the context already holds (a model that cannot tell a
         first call from a later one repeats its first call)."""
         name = self.visible.get(step.tool, step.tool)
-        lines = self.script.think[loc]
+        lines = _lines(self.script.think[loc], q.category)
         if retry is not None:
             why = lines["retry"].format(tool=name, why=retry)
         elif prev is not None:
-            why = lines["next"].format(prev=prev, tool=name)
+            why = lines["next"].format(prev=prev, tool=name, asked=asked)
         elif step.tool in lines:
             why = lines[step.tool].format_map(_Slots(step.arguments, asked=asked, tool=name))
         else:
@@ -149,7 +156,8 @@ class OraclePolicy:
 
     def _reply(self, loc: str, text: str, kind: str, prev: str = "", asked: str = "",
                q: Question | None = None) -> str:
-        why = self.script.think[loc][kind].format(prev=prev, asked=asked)
+        lines = _lines(self.script.think[loc], q.category if q is not None else "")
+        why = lines[kind].format(prev=prev, asked=asked)
         why += self._elaborate(loc, "none" if kind == "none" else "reply", q, "", asked, prev, {})
         return f"<think>{why}</think>\n{text}" if self.think else text
 
@@ -176,10 +184,20 @@ class OraclePolicy:
         return ModelOutput(text, token_ids=ids, finish_reason="stop", completion_tokens=len(ids))
 
 
-def _asked(turn: Turn) -> str:
+def _lines(think: Mapping[str, str], category: str) -> Mapping[str, str]:
+    """The locale's reasoning lines with those keyed "<category>.<kind>" put over their kind."""
+    prefix = f"{category}."
+    override = {k[len(prefix):]: v for k, v in think.items() if category and k.startswith(prefix)}
+    return {**think, **override} if override else think
+
+
+def _asked(turn: Turn, asked_as: Mapping[str, str] | None = None) -> str:
     """What the viewer asks for, from the turn's facts ("the stock, delivery and fee"), so the
-    reasoning ties the question to the tools chosen and to what the reply must state."""
-    names = list(dict.fromkeys(f.name.split(":")[-1].replace("_", " ") for f in turn.facts))
+    reasoning ties the question to the tools chosen and to what the reply must state; a fact
+    kind in `asked_as` is named by its word there, not by its value."""
+    asked_as = asked_as or {}
+    names = list(dict.fromkeys(asked_as.get(f.name.partition(":")[0], f.name.split(":")[-1]).replace("_", " ")
+                               for f in turn.facts))
     if not names:
         return "the product"
     words = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

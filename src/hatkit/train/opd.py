@@ -41,6 +41,7 @@ from .runtime import (
     on_main_process,
     prepare_output_dir,
     summarize,
+    weights_bf16,
 )
 
 
@@ -155,8 +156,8 @@ def train(config: HatOPDConfig, *, resume: bool = True,
         return done
     on_main_process(lambda: prepare_output_dir(out, resume))
     student_path, teacher_path = resolve_model(config.model), resolve_model(config.teacher)
-    student, tokenizer = load_causal_lm(student_path, bf16=bool(config.bf16), fp16=config.fp16)
-    teacher, _ = load_causal_lm(teacher_path, bf16=bool(config.bf16), fp16=config.fp16,
+    student, tokenizer = load_causal_lm(student_path, bf16=weights_bf16(config), fp16=config.fp16)
+    teacher, _ = load_causal_lm(teacher_path, bf16=weights_bf16(config), fp16=config.fp16,
                                 trainable=False)
     prompts = load_prompts(config)
     plan = length_plan(config, prompts, tokenizer,

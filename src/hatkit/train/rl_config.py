@@ -81,7 +81,8 @@ class HatRLConfig(GRPOConfig):
         "their loss with them.")})
     logging_steps: float = field(default=1, metadata={"help": "Log every N steps."})
     bf16: bool = field(default=False, metadata={"help": (
-        "bf16 (GPU only; this CPU has no bf16 instructions).")})
+        "bf16 (GPU). On the CPU RL stays fp32 even where SFT and OPD autocast to bf16: "
+        "rollouts decode with the policy's fp32 weights, and the trainer's log-probs must match them.")})
     report_to: str | list[str] | None = field(default_factory=lambda: ["tensorboard"], metadata={
         "help": "Metric loggers; TensorBoard files are written with tensorboardX when the "
                 "tensorboard package is absent."})

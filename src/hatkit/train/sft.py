@@ -41,6 +41,7 @@ from .runtime import (
     on_main_process,
     prepare_output_dir,
     summarize,
+    weights_bf16,
 )
 
 MODES = ("hsa", "fixed")
@@ -226,7 +227,7 @@ def train(config: HatSFTConfig, *, resume: bool = True,
     on_main_process(lambda: prepare_output_dir(out, resume))
     model_path = resolve_model(config.model)
     data = data_manifest(config.dataset_dir, config.mode, config.split)
-    model, tokenizer = load_causal_lm(model_path, bf16=bool(config.bf16), fp16=config.fp16)
+    model, tokenizer = load_causal_lm(model_path, bf16=weights_bf16(config), fp16=config.fp16)
     trainer = build_trainer(config, model, tokenizer, load_rows(config, raw), callbacks)
     attach_progress(trainer, progress)
     start = last_checkpoint(out) if resume else None

@@ -265,7 +265,8 @@ def make_trainer_class(group_by_harness: bool = True) -> type:
             if self.accelerator.num_processes > 1:
                 raise NotImplementedError("share_prefix runs on one process (no DDP)")
             mode = "train" if model.training else "eval"
-            sums = shared_prefix_loss_sums(model, inputs["groups"])
+            with self.accelerator.autocast():  # the decoder is called past the wrapped forward
+                sums = shared_prefix_loss_sums(model, inputs["groups"])
             n = sums["n_trained"]
             denom = n if num_items_in_batch is None else num_items_in_batch
             loss = sums["loss_sum"] / torch.as_tensor(denom, device=n.device).clamp(min=1)
