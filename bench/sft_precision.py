@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import check_work
-from sft_throughput import tiny_setup  # the same tiny model and data as the throughput bench
+from sft_throughput import add_sft_arguments, sft_inputs  # the throughput bench's tiny model and data
 
 
 class _Losses:
@@ -68,11 +68,7 @@ def run(model: Path, data: Path, out: Path, args: argparse.Namespace, bf16: bool
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="tiny random model and data (seconds)")
-    parser.add_argument("--model", default="local", help="'local' or a checkpoint folder")
-    parser.add_argument("--data", type=Path, default=Path("runs/data"), help="hatkit data build output")
-    parser.add_argument("--mode", default="hsa", choices=("hsa", "fixed"))
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--max-length", type=int, default=3072)
+    add_sft_arguments(parser, steps=8, max_length=3072)
     parser.add_argument("--threads", type=int, default=0,
                         help="torch threads (0 = torch's default; 1 steadies a busy machine)")
     args = parser.parse_args(argv)
@@ -81,7 +77,6 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         torch.set_num_threads(args.threads)
 
-    from hatkit.train.checkpoint import resolve_model
     from hatkit.train.runtime import cpu_has_bf16_matmul
 
     if not cpu_has_bf16_matmul():
@@ -90,11 +85,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     with tempfile.TemporaryDirectory(prefix="hatkit-sft-precision-bench-") as tmp:
         root = Path(tmp)
-        if args.smoke:
-            model, data = tiny_setup(root)
-            args.max_length = min(args.max_length, 256)
-        else:
-            model, data = resolve_model(args.model), args.data
+        model, data = sft_inputs(root, args.smoke, args)
         started = time.perf_counter()
         got = {name: run(model, data, root / name, args, bf16)
                for name, bf16 in (("fp32", False), ("bf16", True))}

@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import check_work
-from sft_throughput import tiny_setup  # the same tiny model and data as the throughput bench
+from sft_throughput import add_sft_arguments, sft_inputs  # the throughput bench's tiny model and data
 
 
 def run(model: Path, data: Path, out: Path, args: argparse.Namespace, share: bool) -> dict[str, float]:
@@ -80,12 +80,8 @@ def run(model: Path, data: Path, out: Path, args: argparse.Namespace, share: boo
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="tiny random model and data (seconds)")
-    parser.add_argument("--model", default="local", help="'local' or a checkpoint folder")
-    parser.add_argument("--data", type=Path, default=Path("runs/data"), help="hatkit data build output")
-    parser.add_argument("--mode", default="hsa", choices=("hsa", "fixed"))
-    parser.add_argument("--steps", type=int, default=4)
+    add_sft_arguments(parser, steps=4, max_length=3072)
     parser.add_argument("--batch", type=int, default=4)
-    parser.add_argument("--max-length", type=int, default=3072)
     parser.add_argument("--min-shared", type=int, default=128, help="share_prefix_min_tokens")
     parser.add_argument("--repeats", type=int, default=1, help="alternate runs; best of each kept")
     parser.add_argument("--threads", type=int, default=0,
@@ -96,15 +92,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         torch.set_num_threads(args.threads)
 
-    from hatkit.train.checkpoint import resolve_model
-
     with tempfile.TemporaryDirectory(prefix="hatkit-sft-prefix-bench-") as tmp:
         root = Path(tmp)
+        model, data = sft_inputs(root, args.smoke, args)
         if args.smoke:
-            model, data = tiny_setup(root)
-            args.max_length, args.min_shared = min(args.max_length, 256), min(args.min_shared, 8)
-        else:
-            model, data = resolve_model(args.model), args.data
+            args.min_shared = min(args.min_shared, 8)
         best: dict[str, dict[str, float]] = {}
         started = time.perf_counter()
         for i in range(args.repeats):

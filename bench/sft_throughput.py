@@ -84,28 +84,37 @@ def tiny_setup(root: Path) -> tuple[Path, Path]:
     return save_tiny_checkpoint(root / "model"), make_dataset(root / "data", n=16)
 
 
+def add_sft_arguments(parser: argparse.ArgumentParser, *, steps: int, max_length: int) -> None:
+    """The arguments every SFT bench takes: the model, its data and mode, steps, max_length."""
+    parser.add_argument("--model", default="local", help="'local' or a checkpoint folder")
+    parser.add_argument("--data", type=Path, default=Path("runs/data"), help="hatkit data build output")
+    parser.add_argument("--mode", default="hsa", choices=("hsa", "fixed"))
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--max-length", type=int, default=max_length)
+
+
+def sft_inputs(root: Path, tiny: bool, args: argparse.Namespace) -> tuple[Path, Path]:
+    """(model, data) to train: the tiny ones (max_length capped at 256) or `--model`/`--data`."""
+    from hatkit.train.checkpoint import resolve_model
+
+    if tiny:
+        args.max_length = min(args.max_length, 256)
+        return tiny_setup(root)
+    return resolve_model(args.model), args.data
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", "--tiny", dest="tiny", action="store_true",
                         help="tiny random model and data (seconds)")
-    parser.add_argument("--model", default="local", help="'local' or a checkpoint folder")
-    parser.add_argument("--data", type=Path, default=Path("runs/data"), help="hatkit data build output")
-    parser.add_argument("--mode", default="hsa", choices=("hsa", "fixed"))
-    parser.add_argument("--steps", type=int, default=4)
+    add_sft_arguments(parser, steps=4, max_length=1792)
     parser.add_argument("--batch", type=int, default=1)
-    parser.add_argument("--max-length", type=int, default=1792)
     parser.add_argument("--repeats", type=int, default=1, help="alternate runs; best of each kept")
     args = parser.parse_args(argv)
 
-    from hatkit.train.checkpoint import resolve_model
-
     with tempfile.TemporaryDirectory(prefix="hatkit-sft-bench-") as tmp:
         root = Path(tmp)
-        if args.tiny:
-            model, data = tiny_setup(root)
-            args.max_length = min(args.max_length, 256)
-        else:
-            model, data = resolve_model(args.model), args.data
+        model, data = sft_inputs(root, args.tiny, args)
         best: dict[str, dict[str, float]] = {}
         started = time.perf_counter()
         for i in range(args.repeats):

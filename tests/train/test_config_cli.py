@@ -39,7 +39,7 @@ def test_layers_defaults_profile_file_overrides(tmp_path: Path) -> None:
 def test_cpu_bf16_autocasts_only_where_the_cpu_multiplies_bf16(stage: str, monkeypatch: pytest.MonkeyPatch,
                                                                ) -> None:
     """On a CPU with bf16 matrix instructions the CPU stages train under bf16 autocast over fp32
-    weights (about 2x a step, bench/sft_precision.py); without them, or with cpu_bf16=false,
+    weights (about 1.8x a step, bench/sft_precision.py); without them, or with cpu_bf16=false,
     fp32 as before; the weights never load in bf16 on the CPU."""
     monkeypatch.setattr(runtime, "cpu_has_bf16_matmul", lambda: True)
     on = load_config(stage, profile="quick")

@@ -28,7 +28,8 @@ ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", "-c", help="YAML file: a mapping of config fields (TRL's fields plus hatkit's; "
     "unknown keys are refused).")]
 ProfileOpt = Annotated[str, typer.Option(
-    help="quick = this CPU, fp32, the embedded SmolLM2-135M; full = a GPU, a Qwen3 model, bf16.")]
+    help="quick = this CPU (fp32 weights, bf16 autocast where it has AMX or AVX512-BF16), the "
+    "embedded SmolLM2-135M; full = a GPU, a Qwen3 model, bf16.")]
 SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", "-s", help="Override one field, key=value (repeatable), e.g. --set max_steps=4.")]
 ResumeOpt = Annotated[bool, typer.Option(

@@ -47,6 +47,7 @@ def _get(config: Any, name: str, default: float) -> float:
 
 def _train_seconds(stage_name: str, cfg: PipelineConfig) -> tuple[float, str]:
     from ..train import load_config
+    from ..train.runtime import cpu_autocast
 
     config = load_config(stage_name, None, cfg.train_profile, dict(cfg.train.get(stage_name, {})))  # type: ignore[call-overload]
     steps = _get(config, "max_steps", 10)
@@ -55,7 +56,7 @@ def _train_seconds(stage_name: str, cfg: PipelineConfig) -> tuple[float, str]:
         # max_length is sized from the data (not known yet) and only bounds a row
         tokens = steps * batch * min(_get(config, "max_length", SFT_ROW_TOKENS), SFT_ROW_TOKENS)
         per = int(tokens / steps / batch)
-        cpu_bf16 = bool(getattr(config, "bf16", False)) and bool(getattr(config, "use_cpu", False))
+        cpu_bf16 = cpu_autocast(config)
         speed = TRAIN_TOKENS_PER_S_CPU_BF16 if cpu_bf16 else TRAIN_TOKENS_PER_S
         return tokens / speed, (f"{int(steps)} steps x {int(batch)} x ~{per} tokens"
                                 + (", bf16 autocast" if cpu_bf16 else ""))

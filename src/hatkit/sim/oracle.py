@@ -191,11 +191,10 @@ def _lines(think: Mapping[str, str], category: str) -> Mapping[str, str]:
     return {**think, **override} if override else think
 
 
-def _asked(turn: Turn, asked_as: Mapping[str, str] | None = None) -> str:
+def _asked(turn: Turn, asked_as: Mapping[str, str]) -> str:
     """What the viewer asks for, from the turn's facts ("the stock, delivery and fee"), so the
     reasoning ties the question to the tools chosen and to what the reply must state; a fact
     kind in `asked_as` is named by its word there, not by its value."""
-    asked_as = asked_as or {}
     names = list(dict.fromkeys(asked_as.get(f.name.partition(":")[0], f.name.split(":")[-1]).replace("_", " ")
                                for f in turn.facts))
     if not names:
