@@ -181,8 +181,8 @@ def test_report_escapes_untrusted_text(tmp_path: Path) -> None:
     assert read_results(run.eval)["hat"]["safety"]["n"] == 1
 
 
-def test_estimates_cover_every_stage_and_rescale_by_finished_ones() -> None:
-    from hatkit.pipeline.estimate import estimate, rescale
+def test_estimates_cover_every_stage_and_rescale_by_finished_ones_of_their_kind() -> None:
+    from hatkit.pipeline.estimate import estimate, time_left
 
     cfg = load_pipeline_config("quick")
     est = estimate(plan(), cfg)
@@ -190,8 +190,16 @@ def test_estimates_cover_every_stage_and_rescale_by_finished_ones() -> None:
     sft = next(e for e in est if e.stage == "train-hsa_sft")
     steps = PROFILES["quick"]["train"]["sft"]["max_steps"]
     assert f"{steps} steps" in sft.basis  # the pipeline's own override of the stage profile
-    assert rescale(est, {}) == 1.0
-    assert rescale(est, {"data": 2 * est[0].seconds}) == 2.0
+    kinds = {s.name: s.kind for s in plan()}
+    total = sum(e.seconds for e in est)
+    assert time_left(est, {}, kinds) == pytest.approx(total)
+    # a data stage twice as slow as estimated says nothing of training or evaluation
+    assert time_left(est, {"data": 2 * est[0].seconds}, kinds) == pytest.approx(total - est[0].seconds)
+    base_eval = next(e for e in est if kinds[e.stage] == "eval")
+    evals = sum(e.seconds for e in est if kinds[e.stage] == "eval")
+    left = time_left(est, {"data": est[0].seconds, base_eval.stage: base_eval.seconds / 2}, kinds)
+    # the unfinished evaluations take half their estimates too
+    assert left == pytest.approx(total - est[0].seconds - base_eval.seconds - (evals - base_eval.seconds) / 2)
 
 
 def test_report_states_row_lengths_and_what_the_limits_cut(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..pipeline.estimate import rescale
+from ..pipeline.estimate import time_left
 from ._common import DomainOpt, _domain, _fail, _say, app, console, err
 
 
@@ -135,13 +135,13 @@ def run_cmd(
 
     actual: dict[str, float] = {}
     remaining = {e.stage: e for e in estimates if e.stage not in done}
+    kinds = {s.name: s.kind for s in stages}
 
     def on_end(stage: Any, record: dict[str, Any]) -> None:
         if stage.name not in remaining:
             return
         actual[stage.name] = float(record.get("seconds", 0))
-        left = sum(e.seconds for name, e in remaining.items() if name not in actual)
-        eta = left * rescale(list(remaining.values()), actual)
+        eta = time_left(list(remaining.values()), actual, kinds)
         _say(f"  done in {actual[stage.name]:.0f} s; about {eta / 60:.0f} min left")
 
     try:
