@@ -88,11 +88,11 @@ PROFILES: dict[str, dict[str, Any]] = {
     # it, 96 steps: 100% and 35%; checkpoint-48 of that run still invented tool names: 0%).
     # A trained model's item 4-6 s (batches of 16, row cache). The QA suites have 40 items,
     # enough for a paired test to separate a real difference; variant_qa runs on the three
-    # models the issue allows; the other suites are small. A fresh `make run` at 4bf8c3c: 86 min
-    # with set-up (SFT 2 x ~20 min, evaluations 38 min): over the hour it was meant to take.
-    # Since then SFT trains under bf16 autocast on a CPU with AMX (the same 96 HSA rows: 733 s
-    # against 1,299 s in fp32; live_qa success 0.425 vs 0.475 on the same 40 cases, 3 cases won
-    # by fp32, 1 by bf16: too close to call).
+    # models the issue allows; the other suites are small. SFT trains under bf16 autocast on a
+    # CPU with AMX or AVX512-BF16 (the same 96 HSA rows: 733 s against 1,299 s in fp32; live_qa
+    # success 0.425 vs 0.475 on the same 40 cases, 3 cases won by fp32, 1 by bf16: too close to
+    # call). Fresh `make run`s with set-up: 64 min on 2 AMX cores (45c1ea4), 85 min on 2
+    # AVX2 cores in fp32 (8f7cfd9; SFT 2 x 21 min, evaluations 37 min).
     "quick": {
         "data": {"train_episodes": 96, "dev_episodes": 8, "n_variants": 8, "hsa_base": True},
         "train": {"sft": {"max_steps": 96, "learning_rate": 2e-4},
