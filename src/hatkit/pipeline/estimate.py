@@ -7,8 +7,8 @@ for one sequence; SFT about 110 tokens/s on the quick data's ~1,500-token rows (
 and saving included); an agent evaluation item of a trained model about 7 s (up to five calls,
 batched; each call prefills only what is new since the row's last call). The untrained base model
 is cheaper (3 s an item): its loops end at the third identical call.
-Once stages finish, the remaining estimates are scaled by how far the finished ones were off,
-so the printed ETA tightens as the run goes.
+Once stages finish, each remaining estimate is scaled by how far the finished stages of its
+kind (data, train, eval) were off (`time_left`), so the printed ETA tightens as the run goes.
 """
 
 from __future__ import annotations
