@@ -45,15 +45,18 @@ def _config(base: Path) -> Any:
 def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          ) -> None:
     cfg = _config(_tiny_checkpoint(tmp_path / "base")).model_copy(update={
-        "evolution_test_n": 2, "evolution_dev_n": 2, "evolution_rounds": 1})  # claim 4, in small
+        "evolution_test_n": 2, "evolution_dev_n": 2, "evolution_rounds": 1,  # claim 4, in small
+        "eval_precision": "int8"})
     started: list[tuple[str, bool]] = []
-    batches: list[int] = []
+    loads: list[tuple[str, int]] = []
     real_load = select.load_model
-    monkeypatch.setattr(select, "load_model", lambda spec, **kw: (batches.append(kw.get("max_batch", 0)),
+    monkeypatch.setattr(select, "load_model", lambda spec, **kw: (loads.append((spec, kw.get("max_batch", 0))),
                                                                   real_load(spec, **kw))[1])
     run = run_pipeline(cfg, tmp_path / "run", on_start=lambda s, skipped: started.append((s.name, skipped)))
-    # every evaluation decodes the suites' batches whole (a default of 8 split the quick 16s)
-    assert batches.count(QUICK_SETTINGS.batch_size) == len(ROWS), batches
+    # every evaluation decodes the suites' batches whole (a default of 8 split the quick 16s),
+    # in the weight precision the config names
+    evals = [spec for spec, batch in loads if batch == QUICK_SETTINGS.batch_size]
+    assert len(evals) == len(ROWS) and all(s.endswith("@int8") for s in evals), loads
     assert [name for name, _ in started] == [s.name for s in plan(cfg)]
     assert "evolve" in [name for name, _ in started]
     assert not any(skipped for _, skipped in started)
@@ -74,6 +77,7 @@ def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path, monkeypa
 
     # The report's cells are the suites' own numbers.
     md = (run.root / "report.md").read_text()
+    assert "Evaluations decode the models' weights in int8." in md
     for row_key, label in (("base", "Base"), ("hat", "HAT")):
         suites = {p.stem: json.loads(p.read_text()) for p in (run.eval / row_key).glob("*.json")}
         line = next(ln for ln in md.splitlines() if ln.startswith(f"| {label} |"))

@@ -14,7 +14,7 @@ from hatkit.domains.live_commerce import DOMAIN as LC
 from hatkit.harness import Harness
 from hatkit.sim.faults import FaultConfig
 from hatkit.sim.oracle import OraclePolicy
-from hatkit.sim.runner import SimConfig, run_sim
+from hatkit.sim.runner import SimConfig, harness_plan, run_sim
 from hatkit.sim.truth import Question
 
 
@@ -69,6 +69,30 @@ def test_include_base_runs_the_base_harness_among_the_variants(tmp_path: Path) -
     plain = tmp_path / "plain.jsonl"
     run_sim(cfg.model_copy(update={"include_base": False}), oracle, plain, source=LC)
     assert base.content_hash not in {t.harness_hash for t in read_traces(plain)}
+
+
+def test_base_share_puts_that_share_of_every_category_on_the_base_harness(tmp_path: Path) -> None:
+    base = LC.harness()
+    cfg = SimConfig(episodes=40, variants="train", n_variants=3, seed=5, include_base=True,
+                    base_share=0.5)
+    out = tmp_path / "t.jsonl"
+    run_sim(cfg, oracle, out, source=LC)
+    traces = list(read_traces(out))
+    on_base = [t for t in traces if t.harness_hash == base.content_hash]
+    assert len(on_base) == 20 and len({t.harness_hash for t in traces}) == 4
+    # questions cycle through the 10 categories: every other episode would give 5 of them
+    by_category: dict[str, int] = {}
+    for t in on_base:
+        by_category[t.meta["category"]] = by_category.get(t.meta["category"], 0) + 1
+    assert by_category == {c: 2 for c in {t.meta["category"] for t in traces}}
+
+
+def test_harness_plan_spreads_variants_round_robin() -> None:
+    cats = ["a", "b"] * 6
+    assert harness_plan(cats, 4) == [0, 1, 2, 3] * 3
+    plan = harness_plan(cats, 4, base_share=0.25)
+    assert plan.count(0) == 2 and [plan[i] for i in range(12) if plan[i]] == [1, 2, 3] * 3 + [1]
+    assert {cats[i] for i in range(12) if plan[i] == 0} == {"a", "b"}
 
 
 def test_config_file_errors_name_the_file(tmp_path: Path) -> None:

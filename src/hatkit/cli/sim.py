@@ -110,6 +110,9 @@ def data_build(
                                        "(1-4 sentences weighing question, rule and tool).")] = "short",
     hsa_base: Annotated[bool, typer.Option(help="HSA rows also run on the base harness, as one "
                                            "configuration among the variants.")] = False,
+    hsa_base_share: Annotated[float | None, typer.Option(
+        min=0.01, max=0.99, help="With --hsa-base: the share of HSA rows on the base harness, the "
+        "rest spread over the variants (default: one configuration among them).")] = None,
 ) -> None:
     """SFT datasets on the fixed harness and across HSA variants, with a manifest."""
     from transformers import AutoTokenizer
@@ -134,7 +137,8 @@ def data_build(
     settings = BuildSettings(out=out, train_episodes=train, dev_episodes=dev, seed=seed,
                              n_variants=variants, locale=locale, fault_rate=fault_rate, fmt=fmt,
                              domain=dom, harness=base.root if base is not None else None,
-                             think=think, hsa_base=hsa_base)  # type: ignore[arg-type]
+                             think=think, hsa_base=hsa_base,
+                             hsa_base_share=hsa_base_share)  # type: ignore[arg-type]
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err)
     tasks: dict[str, TaskID] = {}
 

@@ -25,6 +25,9 @@ class DataSettings(BaseModel):
     n_variants: int = Field(default=8, ge=1, description="Training-family harness variants for HSA.")
     hsa_base: bool = Field(default=False, description=(
         "HSA rows also run on the base harness, as one configuration among the variants."))
+    hsa_base_share: float | None = Field(default=None, gt=0, lt=1, description=(
+        "With hsa_base: the share of HSA rows on the base harness, the rest spread over the "
+        "variants (None: one configuration among them, 1/(n_variants+1))."))
     fault_rate: float = Field(default=0.1, ge=0, le=1, description="Share of tool calls with a fault.")
     think: Literal["short", "long"] = Field(default="short", description=(
         "The oracle's reasoning in the SFT data: short, or long (1-4 sentences, so HSA-RL's "
@@ -45,6 +48,10 @@ class PipelineConfig(BaseModel):
     train: dict[Literal["sft", "opd", "rl"], dict[str, Any]] = Field(
         default_factory=dict, description="Per-stage overrides of the stage's TRL-based config "
         "(field name -> value), applied over the stage's own profile.")
+    eval_precision: Literal["fp32", "bf16", "int8"] | None = Field(
+        default=None, description="Weight precision the evaluation suites decode local models "
+        "in (None: as loaded, fp32 on the CPU). int8 runs on the CPU only: about twice the "
+        "tokens/s; the profile that sets it records the paired quality check against fp32.")
     eval_sizes: dict[str, int] = Field(
         default_factory=dict, description="Items per evaluation suite (suite name -> count) over "
         "the suites' own sizes for the profile (hatkit.evals QUICK_SIZES / DEFAULT_SIZES).")
@@ -93,9 +100,14 @@ PROFILES: dict[str, dict[str, Any]] = {
     # success 0.425 vs 0.475 on the same 40 cases, 3 cases won by fp32, 1 by bf16: too close to
     # call). Fresh `make run`s with set-up: 64 min on 2 AMX cores (45c1ea4), 85 min on 2
     # AVX2 cores in fp32 (8f7cfd9; SFT 2 x 21 min, evaluations 37 min).
+    # 144 rows and steps (from 96): HSA-SFT's live_qa success 0.55 [0.40, 0.69], answers 0.94,
+    # against 0.35 for 96 rows with half of them on the base harness (hsa_base_share 0.5), both
+    # decoded in int8 on the same 40 cases; SFT 1,478 s under bf16 autocast on 2 AVX512-BF16
+    # cores. Evaluations stay fp32: int8 decoded those 40 cases in 123 s against 271 s but
+    # succeeded on 0.35 against 0.425 (4 cases lost, 1 won, 14 of 38 replies identical).
     "quick": {
-        "data": {"train_episodes": 96, "dev_episodes": 8, "n_variants": 8, "hsa_base": True},
-        "train": {"sft": {"max_steps": 96, "learning_rate": 2e-4},
+        "data": {"train_episodes": 144, "dev_episodes": 8, "n_variants": 8, "hsa_base": True},
+        "train": {"sft": {"max_steps": 144, "learning_rate": 2e-4},
                   "opd": {"max_steps": 8, "learning_rate": 5e-5},
                   "rl": {"max_steps": 3, "learning_rate": 2e-4}},
         "eval_sizes": {"live_qa": 40, "variant_qa": 40, "general_if": 8, "faults": 4, "safety": 4,

@@ -193,7 +193,9 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
     data_lines = training_data_lines(run)
     created = datetime.now(UTC).isoformat(timespec="seconds")
     md = [f"# HAT pipeline report: {run.root.name}", "",
-          f"Profile `{cfg.profile}`, base model `{cfg.base_model}`, seed {cfg.seed}; written {created}.",
+          f"Profile `{cfg.profile}`, base model `{cfg.base_model}`, seed {cfg.seed}; written {created}."
+          + (f" Evaluations decode the models' weights in {cfg.eval_precision}."
+             if cfg.eval_precision else ""),
           "", "## Ablation", "", markdown_table(results), "",
           SUCCESS_NOTE, "",
           "## Paired comparisons", "", PAIRED_NOTE, "",

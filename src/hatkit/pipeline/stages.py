@@ -180,7 +180,7 @@ def _data(run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[s
     settings = BuildSettings(out=run.data, train_episodes=d.train_episodes,
                              dev_episodes=d.dev_episodes, seed=cfg.seed, n_variants=d.n_variants,
                              fault_rate=d.fault_rate, domain=cfg.domain, think=d.think,
-                             hsa_base=d.hsa_base)
+                             hsa_base=d.hsa_base, hsa_base_share=d.hsa_base_share)
     total = 2 * (d.train_episodes + d.dev_episodes)
     seen: dict[str, int] = {}
 
@@ -204,7 +204,10 @@ def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | N
     settings = QUICK_SETTINGS if cfg.profile == "quick" else DEFAULT_SETTINGS
     # the decoder batches what the suite hands it together (its default of 8 split the quick
     # profile's batches of 16 in two)
-    model = load_model(spec if spec == "local" else str(resolve_model(spec)), max_batch=settings.batch_size)
+    spec = spec if spec == "local" else str(resolve_model(spec))
+    if cfg.eval_precision is not None:
+        spec = f"{spec}@{cfg.eval_precision}"
+    model = load_model(spec, max_batch=settings.batch_size)
     out = run.eval / stage.row.key
     results = run_suites(cfg.suites_for(stage.row.key), model, sizes=cfg.suite_sizes(),
                          settings=settings, out_dir=out, seed=cfg.seed, progress=progress,

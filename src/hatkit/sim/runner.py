@@ -9,6 +9,7 @@ is appended as groups finish and an interrupted run resumes where it stopped.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,9 @@ class SimConfig(BaseModel):
     include_base: bool = Field(default=False, description=(
         "With variants: the base harness is one more configuration among them (HSA trains "
         "on varied harness states, the shipped one among them)."))
+    base_share: float | None = Field(default=None, gt=0, lt=1, description=(
+        "With include_base: the share of episodes on the base harness, spread evenly over the "
+        "run (None: the base is one configuration among the variants, 1/(n_variants+1))."))
     faults: FaultConfig | None = Field(default=None, description="Fault injection, if any.")
     concurrency: int = Field(default=8, ge=1, description="Episodes run (and batched) together.")
 
@@ -101,6 +105,28 @@ def harnesses_for(config: SimConfig, workdir: Path, hsa: HsaData | None = None) 
                     for i in range(config.n_variants)]
 
 
+def harness_plan(categories: Sequence[str], n_harnesses: int,
+                 base_share: float | None = None) -> list[int]:
+    """The harness (index into `harnesses_for`) each episode runs on, given the episodes'
+    categories in order: round-robin; or, with `base_share`, the base harness (index 0) on that
+    share of each category's episodes, spread evenly (its k-th episode is a base one when
+    floor((k+1)*share) passes an integer; questions cycle through the categories, so a share
+    taken over the whole run could land on half of them only), the variants round-robin on
+    the rest."""
+    if base_share is None or n_harnesses < 2:
+        return [i % n_harnesses for i in range(len(categories))]
+    seen: dict[str, int] = {}
+    plan, variant = [], 0
+    for category in categories:
+        k = seen[category] = seen.get(category, -1) + 1
+        if math.floor((k + 1) * base_share) > math.floor(k * base_share):
+            plan.append(0)
+        else:
+            plan.append(1 + variant % (n_harnesses - 1))
+            variant += 1
+    return plan
+
+
 def ask_all(episode: Episode, texts: Sequence[str]) -> Generator[ModelRequest, ModelOutput, str]:
     """One episode over several viewer turns (multi-turn follow-ups)."""
     reply = ""
@@ -123,8 +149,10 @@ def run_sim(config: SimConfig, policy: PolicyFactory, out: Path, *, source: Ques
                                    split=config.split, locale=config.locale,
                                    categories=config.categories)
     plan: dict[int, list[tuple[int, Question]]] = {}
+    share = config.base_share if config.include_base else None
+    where = harness_plan([q.category for q in questions], len(harnesses), share)
     for i, q in enumerate(questions):
-        plan.setdefault(i % len(harnesses), []).append((i, q))
+        plan.setdefault(where[i], []).append((i, q))
     summary = RunSummary(skipped=0, out=out)
     total = len(questions)
     for h_index, qs in plan.items():

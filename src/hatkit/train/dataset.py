@@ -51,6 +51,8 @@ class BuildSettings:
     """The base harness folder or shipped name (default: the domain's own)."""
     hsa_base: bool = False
     """HSA episodes also run on the base harness (one configuration among the variants)."""
+    hsa_base_share: float | None = None
+    """With `hsa_base`: the share of HSA episodes on the base harness (None: 1/(n_variants+1))."""
     think: Literal["short", "long"] = "short"
     """The oracle's reasoning: one templated sentence per step, or 1-4 sentences weighing the
     question, the rule and the tool (what HSA-RL's length penalties have to compress)."""
@@ -114,7 +116,7 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
     manifest: dict[str, Any] = {
         "created": datetime.now(UTC).isoformat(timespec="seconds"), "seed": settings.seed,
         "locale": settings.locale, "fault_rate": settings.fault_rate,
-        "hsa_base": settings.hsa_base, "modes": {},
+        "hsa_base": settings.hsa_base, "hsa_base_share": settings.hsa_base_share, "modes": {},
     }
     sizes = {"train": settings.train_episodes, "dev": settings.dev_episodes}
     base, domain = settings.base()
@@ -125,7 +127,8 @@ def build_datasets(settings: BuildSettings, token_format: TokenFormat,
                                locale=settings.locale,  # type: ignore[arg-type]
                                variants="none" if mode == "fixed" else "train",
                                n_variants=settings.n_variants, faults=faults, harness=str(base.root),
-                               include_base=settings.hsa_base and mode == "hsa")
+                               include_base=settings.hsa_base and mode == "hsa",
+                               base_share=settings.hsa_base_share if settings.hsa_base else None)
             traces_path = settings.out / mode / f"{split}.traces.jsonl"
 
             def policy(h: Harness, qs: Sequence[Question]) -> OraclePolicy:
