@@ -50,8 +50,12 @@ def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path, monkeypa
     started: list[tuple[str, bool]] = []
     loads: list[tuple[str, int]] = []
     real_load = select.load_model
-    monkeypatch.setattr(select, "load_model", lambda spec, **kw: (loads.append((spec, kw.get("max_batch", 0))),
-                                                                  real_load(spec, **kw))[1])
+
+    def recording_load(spec: str, **kw: object) -> object:
+        loads.append((spec, int(kw.get("max_batch", 0))))  # type: ignore[call-overload]
+        return real_load(spec, **kw)
+
+    monkeypatch.setattr(select, "load_model", recording_load)
     run = run_pipeline(cfg, tmp_path / "run", on_start=lambda s, skipped: started.append((s.name, skipped)))
     # every evaluation decodes the suites' batches whole (a default of 8 split the quick 16s),
     # in the weight precision the config names

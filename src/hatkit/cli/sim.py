@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal, cast
 
 import typer
 from rich.progress import (
@@ -137,8 +137,8 @@ def data_build(
     settings = BuildSettings(out=out, train_episodes=train, dev_episodes=dev, seed=seed,
                              n_variants=variants, locale=locale, fault_rate=fault_rate, fmt=fmt,
                              domain=dom, harness=base.root if base is not None else None,
-                             think=think, hsa_base=hsa_base,
-                             hsa_base_share=hsa_base_share)  # type: ignore[arg-type]
+                             think=cast(Literal["short", "long"], think), hsa_base=hsa_base,
+                             hsa_base_share=hsa_base_share)
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err)
     tasks: dict[str, TaskID] = {}
 
