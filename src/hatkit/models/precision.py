@@ -21,7 +21,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-PRECISIONS = ("fp32", "bf16", "int8")
+PRECISIONS = ("fp32", "bf16", "int8", "int8h")
+"""int8h: int8 Linear layers except the output layer, which stays fp32. The output layer is a
+fifth of the weights but decides every greedy token among 49k logits, where a small rounding
+error flips a close pair."""
 
 
 @functools.cache
@@ -111,9 +114,10 @@ def apply_precision(model: Any, precision: str) -> Any:
 
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
-    if precision_of(model) == "int8":
-        if precision != "int8":
-            raise ValueError(f"the model already has int8 weights; it cannot become {precision}")
+    now = precision_of(model)
+    if now in ("int8", "int8h"):
+        if precision != now:
+            raise ValueError(f"the model already has {now} weights; it cannot become {precision}")
         return model
     if precision == "fp32":
         return model.float()
@@ -122,8 +126,10 @@ def apply_precision(model: Any, precision: str) -> Any:
     if model.device.type != "cpu":
         raise ValueError(f"int8 weights run on the CPU (this model is on {model.device}); use bf16")
     model.float()
+    keep = {id(model.get_output_embeddings())} if precision == "int8h" else set()
     for parent in list(model.modules()):
-        linears = {n: c for n, c in parent.named_children() if isinstance(c, torch.nn.Linear)}
+        linears = {n: c for n, c in parent.named_children()
+                   if isinstance(c, torch.nn.Linear) and id(c) not in keep}
         for names in FUSED:
             if all(n in linears for n in names) and len({linears[n].in_features for n in names}) == 1:
                 _fuse(parent, [(n, linears.pop(n)) for n in names])
@@ -150,10 +156,10 @@ def _fuse(parent: Any, members: list[tuple[str, Any]]) -> None:
 
 
 def precision_of(model: Any) -> str:
-    """The precision a model's weights are in now (int8, fp32, bf16, or the dtype's name)."""
+    """The precision a model's weights are in now (int8, int8h, fp32, bf16, or the dtype's name)."""
     import torch
 
     if any(isinstance(m, int8_linear()) for m in model.modules()):
-        return "int8"
+        return "int8h" if isinstance(model.get_output_embeddings(), torch.nn.Linear) else "int8"
     dtype = model.dtype
     return {torch.float32: "fp32", torch.bfloat16: "bf16"}.get(dtype, str(dtype).removeprefix("torch."))
