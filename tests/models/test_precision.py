@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from hatkit.models.local import LocalModel
-from hatkit.models.precision import apply_precision, int8_linear, precision_of
+from hatkit.models.precision import apply_precision, int8_linear, precision_of, resolve_precision
 from hatkit.models.select import load_model, split_precision
 from tiny import tiny_llama, tiny_requests, tiny_tokenizer
 
@@ -142,3 +142,35 @@ def test_model_specs_carry_a_precision(tmp_path: Path) -> None:
     assert m.model_id == "local:ckpt@v1@int8"
     plain = load_model(str(folder))
     assert isinstance(plain, LocalModel) and plain.precision == "fp32" and plain.model_id == "local:ckpt@v1"
+
+
+def test_int8h_keeps_the_output_layer_fp32_and_quantises_the_rest() -> None:
+    m = _model("int8h")
+    assert m.precision == "int8h"
+    assert type(m.model.lm_head) is torch.nn.Linear and m.model.lm_head.weight.dtype == torch.float32
+    plain = [n for n, mod in m.model.named_modules() if type(mod) is torch.nn.Linear]
+    assert plain == ["lm_head"]
+    out = m.generate(tiny_requests(m, ["hi"], max_new_tokens=4))[0]
+    assert out.error is None and len(out.token_ids or []) >= 1
+    with pytest.raises(ValueError, match="already has int8h"):
+        apply_precision(m.model, "int8")
+
+
+@pytest.mark.parametrize(("hardware", "expected"), [(True, "bf16"), (False, "fp32")])
+def test_auto_is_bf16_only_where_the_cpu_multiplies_bf16(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                         hardware: bool, expected: str) -> None:
+    """Emulated bf16 is slower than fp32, so `auto` picks it only with AMX/AVX512-BF16; the
+    model id and `precision` name what was chosen, not 'auto'."""
+    from hatkit.models import precision as precision_module
+
+    monkeypatch.setattr(precision_module, "cpu_has_bf16_matmul", lambda: hardware)
+    assert resolve_precision("auto") == expected and resolve_precision("auto", "cuda") == "bf16"
+    assert resolve_precision("int8") == "int8"
+    assert split_precision("ckpt@auto") == ("ckpt", "auto")
+    folder = tmp_path / "ckpt"
+    tok = tiny_tokenizer()
+    tiny_llama(len(tok), seed=3).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    m = load_model(f"{folder}@auto")
+    assert isinstance(m, LocalModel) and m.precision == expected
+    assert m.model_id == ("local:ckpt@bf16" if hardware else "local:ckpt")

@@ -81,7 +81,7 @@ def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path, monkeypa
 
     # The report's cells are the suites' own numbers.
     md = (run.root / "report.md").read_text()
-    assert "Evaluations decode the models' weights in int8." in md
+    assert "Evaluations decode the models' weights in int8 (eval_precision int8)." in md
     for row_key, label in (("base", "Base"), ("hat", "HAT")):
         suites = {p.stem: json.loads(p.read_text()) for p in (run.eval / row_key).glob("*.json")}
         line = next(ln for ln in md.splitlines() if ln.startswith(f"| {label} |"))

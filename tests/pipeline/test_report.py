@@ -202,6 +202,24 @@ def test_estimates_cover_every_stage_and_rescale_by_finished_ones_of_their_kind(
     assert left == pytest.approx(total - est[0].seconds - base_eval.seconds - (evals - base_eval.seconds) / 2)
 
 
+def test_evaluation_estimates_follow_the_precision_auto_resolves_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    """quick's eval_precision auto is bf16 only where the CPU multiplies bf16: its items are
+    estimated faster there and the basis says so; elsewhere fp32's figures stand."""
+    from hatkit.models import precision
+    from hatkit.pipeline.estimate import EVAL_SPEED, estimate
+
+    cfg = load_pipeline_config("quick")
+    assert cfg.eval_precision == "auto"
+    seconds = {}
+    for hardware in (True, False):
+        monkeypatch.setattr(precision, "cpu_has_bf16_matmul", lambda hardware=hardware: hardware)
+        ev = next(e for e in estimate(plan(), cfg) if e.stage == "eval-hsa_sft")
+        assert ("bf16 weights" in ev.basis) is hardware
+        seconds[hardware] = ev.seconds
+    fixed = 11.0  # model load and set-up, not scaled
+    assert (seconds[False] - fixed) / (seconds[True] - fixed) == pytest.approx(EVAL_SPEED["bf16"])
+
+
 def test_report_states_row_lengths_and_what_the_limits_cut(tmp_path: Path) -> None:
     """The figures the run trained with (prompt and row tokens, the SFT length plan) are quoted
     from the manifest and the stage records, in both report files."""

@@ -34,7 +34,7 @@ from .base import ModelOutput, ModelRequest
 from .chat_format import ChatTemplateFormat
 from .decoding import RowKV, common_prefix_len, decode_batch, decode_one_speculative
 from .errors import BackendUnavailable, ContextTooLong
-from .precision import apply_precision, precision_of
+from .precision import apply_precision, precision_of, resolve_precision
 from .speculative import SpecStats
 
 SPECULATIVE_MODES = (None, "prompt_lookup", "draft", "mtp")
@@ -76,8 +76,9 @@ class LocalModel:
                  min_ngram: int = 1, draft_model: Any = None, draft_tokenizer: Any = None,
                  draft_tokens: int = 5, precision: str | None = None,
                  row_cache_size: int = 32, draft_heads: Any = None) -> None:
-        """`precision` ("fp32", "bf16", "int8"; None: as loaded) converts `model`'s weights in
-        place (pass a copy to keep the original); `self.precision` names what it runs in.
+        """`precision` ("fp32", "bf16", "int8", "int8h", "auto"; None: as loaded) converts
+        `model`'s weights in place (pass a copy to keep the original); `self.precision` names
+        what it runs in.
 
         Speculative decoding applies to greedy requests decoded alone (a batch of one, no
         log-probs) and gives the same tokens as plain greedy; other calls decode plainly.
@@ -167,6 +168,8 @@ class LocalModel:
             from .mtp import MTPHeads
 
             kwargs["draft_heads"] = MTPHeads.for_checkpoint(Path(path), model)
+        if kwargs.get("precision") is not None:
+            kwargs["precision"] = resolve_precision(kwargs["precision"], device)
         if kwargs.get("precision") not in (None, "fp32"):
             model_id += f"@{kwargs['precision']}"
         return cls(model, tok, model_id=model_id, **kwargs)

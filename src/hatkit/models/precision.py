@@ -25,6 +25,30 @@ PRECISIONS = ("fp32", "bf16", "int8", "int8h")
 """int8h: int8 Linear layers except the output layer, which stays fp32. The output layer is a
 fifth of the weights but decides every greedy token among 49k logits, where a small rounding
 error flips a close pair."""
+AUTO = "auto"
+"""The fastest precision measured not to change answers (`resolve_precision`)."""
+
+
+def cpu_has_bf16_matmul() -> bool:
+    """Whether this CPU multiplies bf16 matrices in hardware (AMX tiles or AVX512-BF16), where
+    bf16 matmuls run several times faster than fp32; elsewhere torch emulates them, slower."""
+    import torch
+
+    probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
+    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
+
+
+def resolve_precision(precision: str, device: str = "cpu") -> str:
+    """`auto` -> bf16 on a GPU or on a CPU with bf16 matrix instructions, else fp32; any other
+    precision unchanged. Measured on a trained quick HSA-SFT checkpoint, the same 40 live_qa
+    cases on 2 AVX512-BF16 cores: bf16 154 s against fp32 244 s, success 0.55 both (1 case won,
+    1 lost, 27 of 38 replies identical); int8h 167 s (2 won, 2 lost, 18 identical); int8 about
+    2.2x fp32 but 4 lost, 1 won. On a CPU without them bf16 is emulated, slower than fp32."""
+    if precision != AUTO:
+        return precision
+    if device != "cpu":
+        return "bf16"
+    return "bf16" if cpu_has_bf16_matmul() else "fp32"
 
 
 @functools.cache
@@ -112,6 +136,7 @@ def apply_precision(model: Any, precision: str) -> Any:
     the CPU only (fbgemm); on a GPU use bf16."""
     import torch
 
+    precision = resolve_precision(precision, model.device.type)
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
     now = precision_of(model)

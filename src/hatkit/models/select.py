@@ -5,20 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import ChatModel
-from .precision import PRECISIONS
+from .precision import AUTO, PRECISIONS
 
 MODEL_HELP = ("'local' (the embedded default model), a local checkpoint folder, or "
               "'openai:URL#MODEL' for an OpenAI-compatible server, e.g. "
               "openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-0.6B; a local model takes a weight "
               "precision after '@': local@int8 or CKPT@int8 (int8 Linear layers on the CPU: fewer bytes "
-              "per token, outputs differ slightly from fp32), @bf16, @fp32 (the CPU default)")
+              "per token, outputs differ slightly from fp32), @int8h (int8 with an fp32 output layer), "
+              "@bf16, @fp32 (the CPU default), or @auto (bf16 where the CPU multiplies bf16 in "
+              "hardware or on a GPU, else fp32)")
 
 
 def split_precision(spec: str) -> tuple[str, str | None]:
     """'local@int8' -> ('local', 'int8'); a spec without a known precision suffix is unchanged
     (a path may contain '@')."""
     base, at, suffix = spec.rpartition("@")
-    return (base, suffix) if at and suffix in PRECISIONS else (spec, None)
+    return (base, suffix) if at and (suffix in PRECISIONS or suffix == AUTO) else (spec, None)
 
 
 def load_model(spec: str = "local", *, prefix_cache: bool = True, max_batch: int = 8) -> ChatModel:

@@ -48,10 +48,11 @@ class PipelineConfig(BaseModel):
     train: dict[Literal["sft", "opd", "rl"], dict[str, Any]] = Field(
         default_factory=dict, description="Per-stage overrides of the stage's TRL-based config "
         "(field name -> value), applied over the stage's own profile.")
-    eval_precision: Literal["fp32", "bf16", "int8"] | None = Field(
+    eval_precision: Literal["fp32", "bf16", "int8", "int8h", "auto"] | None = Field(
         default=None, description="Weight precision the evaluation suites decode local models "
-        "in (None: as loaded, fp32 on the CPU). int8 runs on the CPU only: about twice the "
-        "tokens/s; the profile that sets it records the paired quality check against fp32.")
+        "in (None: as loaded, fp32 on the CPU; auto: bf16 where the CPU multiplies bf16 in "
+        "hardware or on a GPU, else fp32; see hatkit.models.precision.resolve_precision for "
+        "the paired quality checks). int8 and int8h run on the CPU only.")
     eval_sizes: dict[str, int] = Field(
         default_factory=dict, description="Items per evaluation suite (suite name -> count) over "
         "the suites' own sizes for the profile (hatkit.evals QUICK_SIZES / DEFAULT_SIZES).")
@@ -103,8 +104,11 @@ PROFILES: dict[str, dict[str, Any]] = {
     # 144 rows and steps (from 96): HSA-SFT's live_qa success 0.55 [0.40, 0.69], answers 0.94,
     # against 0.35 for 96 rows with half of them on the base harness (hsa_base_share 0.5), both
     # decoded in int8 on the same 40 cases; SFT 1,478 s under bf16 autocast on 2 AVX512-BF16
-    # cores. Evaluations stay fp32: int8 decoded those 40 cases in 123 s against 271 s but
-    # succeeded on 0.35 against 0.425 (4 cases lost, 1 won, 14 of 38 replies identical).
+    # cores. int8 decoded 40 cases of a 96-row checkpoint in 123 s against 271 s but succeeded
+    # on 0.35 against 0.425 (4 cases lost, 1 won, 14 of 38 replies identical). Evaluations decode
+    # in bf16 where the CPU has bf16 matrix instructions (eval_precision auto): the 144-row
+    # HSA-SFT checkpoint's 40 live_qa cases in 154 s against 244 s in fp32, success 0.55 both
+    # (1 won, 1 lost, 27 of 38 replies identical); fp32 elsewhere.
     "quick": {
         "data": {"train_episodes": 144, "dev_episodes": 8, "n_variants": 8, "hsa_base": True},
         "train": {"sft": {"max_steps": 144, "learning_rate": 2e-4},
@@ -113,6 +117,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "eval_sizes": {"live_qa": 40, "variant_qa": 40, "general_if": 8, "faults": 4, "safety": 4,
                        "lengths": 40, "latency": 40},
         "suite_models": {"variant_qa": ["fixed_sft", "hsa_sft", "hat"]},
+        "eval_precision": "auto",
     },
     # The smallest run that can decide the published claims on this 2-core CPU (about 5 hours,
     # resumable by stage): long oracle reasoning so RL has something to compress, 100-item QA

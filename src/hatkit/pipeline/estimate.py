@@ -31,6 +31,8 @@ MODEL_LOAD_S = 3.0
 EVAL_S_PER_ITEM = 5.0  # an item of a trained quick model, suites decoding batches of 16 with the
 # row cache: make run at 4bf8c3c, Fixed-SFT 362 s and HSA-SFT 617 s for 96 items each (the second
 # while other jobs shared the cores); 7.0 s was measured in batches of 8 before
+EVAL_SPEED = {"bf16": 244 / 154, "int8": 271 / 123, "int8h": 244 / 167}  # over fp32, the same 40
+# live_qa cases of a trained quick checkpoint on 2 AVX512-BF16 cores (models.precision)
 SFT_ROW_TOKENS = 1550  # mean row of the quick data (fixed ~1,450, hsa ~1,650 tokens)
 
 
@@ -74,6 +76,11 @@ def _train_seconds(stage_name: str, cfg: PipelineConfig) -> tuple[float, str]:
 
 def estimate(stages: list[Stage], cfg: PipelineConfig) -> list[Estimate]:
     """A rough duration for each stage of the plan, with the numbers it rests on."""
+    from ..models.precision import resolve_precision
+
+    precision = resolve_precision(cfg.eval_precision or "fp32")
+    per_item = EVAL_S_PER_ITEM / EVAL_SPEED.get(precision, 1.0)
+    weights = f", {precision} weights" if precision != "fp32" else ""
     out = []
     for stage in stages:
         if stage.kind == "data":
@@ -86,12 +93,12 @@ def estimate(stages: list[Stage], cfg: PipelineConfig) -> list[Estimate]:
             sizes = cfg.suite_sizes()
             items = sum(n for s, n in sizes.items()
                         if s in cfg.suites_for(stage.row.key) and s not in ("lengths", "latency"))
-            seconds = MODEL_LOAD_S + 8 + items * EVAL_S_PER_ITEM
-            out.append(Estimate(stage.name, seconds, f"{items} items"))
+            seconds = MODEL_LOAD_S + 8 + items * per_item
+            out.append(Estimate(stage.name, seconds, f"{items} items{weights}"))
         elif stage.kind == "evolve":
             # per model: the test set before and after, and per round the dev and regression sets
             items = 2 * (2 * cfg.evolution_test_n + cfg.evolution_rounds * 2 * cfg.evolution_dev_n)
-            out.append(Estimate(stage.name, 2 * MODEL_LOAD_S + items * EVAL_S_PER_ITEM,
+            out.append(Estimate(stage.name, 2 * MODEL_LOAD_S + items * per_item,
                                 f"2 models x {cfg.evolution_rounds} rounds, {items} items"))
         else:
             out.append(Estimate(stage.name, 5, "tables and plots"))

@@ -171,6 +171,27 @@ def _stage_log(run: RunDir) -> list[dict[str, Any]]:
     return log
 
 
+def precision_line(run: RunDir, cfg: PipelineConfig) -> str:
+    """The weight precision each evaluated model decoded in, as the eval stages recorded it
+    (`auto` resolves per machine), or what the config asked for."""
+    seen: dict[str, list[str]] = {}
+    for stage in plan():
+        record = run.done(stage)
+        if stage.kind == "eval" and stage.row is not None and record is not None:
+            precision = record.get("outputs", {}).get("precision")
+            if precision:
+                seen.setdefault(precision, []).append(stage.row.label)
+    if not seen and not cfg.eval_precision:
+        return ""
+    asked = f" (eval_precision {cfg.eval_precision})" if cfg.eval_precision else ""
+    if len(seen) == 1:
+        return f" Evaluations decode the models' weights in {next(iter(seen))}{asked}."
+    if seen:
+        parts = "; ".join(f"{p}: {', '.join(labels)}" for p, labels in seen.items())
+        return f" Evaluations decode the models' weights in {parts}{asked}."
+    return f" Evaluations decode the models' weights in {cfg.eval_precision}."
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -194,8 +215,7 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
     created = datetime.now(UTC).isoformat(timespec="seconds")
     md = [f"# HAT pipeline report: {run.root.name}", "",
           f"Profile `{cfg.profile}`, base model `{cfg.base_model}`, seed {cfg.seed}; written {created}."
-          + (f" Evaluations decode the models' weights in {cfg.eval_precision}."
-             if cfg.eval_precision else ""),
+          + precision_line(run, cfg),
           "", "## Ablation", "", markdown_table(results), "",
           SUCCESS_NOTE, "",
           "## Paired comparisons", "", PAIRED_NOTE, "",

@@ -193,32 +193,36 @@ def _data(run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[s
     return {"manifest": str(run.data / "manifest.json"), "disjoint": manifest["disjoint"]["ok"]}
 
 
+def _eval_spec(run: RunDir, row: ModelRow, cfg: PipelineConfig) -> str:
+    """The `--model` spec a row's model is evaluated as: its checkpoint, in eval_precision."""
+    from ..train import resolve_model
+
+    spec = run.model_path(row, cfg.base_model)
+    spec = spec if spec == "local" else str(resolve_model(spec))
+    return spec if cfg.eval_precision is None else f"{spec}@{cfg.eval_precision}"
+
+
 def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
     from ..evals import DEFAULT_SETTINGS, QUICK_SETTINGS, run_suites
     from ..models.select import load_model
 
     assert stage.row is not None
-    from ..train import resolve_model
-
-    spec = run.model_path(stage.row, cfg.base_model)
     settings = QUICK_SETTINGS if cfg.profile == "quick" else DEFAULT_SETTINGS
     # the decoder batches what the suite hands it together (its default of 8 split the quick
     # profile's batches of 16 in two)
-    spec = spec if spec == "local" else str(resolve_model(spec))
-    if cfg.eval_precision is not None:
-        spec = f"{spec}@{cfg.eval_precision}"
-    model = load_model(spec, max_batch=settings.batch_size)
+    model = load_model(_eval_spec(run, stage.row, cfg), max_batch=settings.batch_size)
     out = run.eval / stage.row.key
     results = run_suites(cfg.suites_for(stage.row.key), model, sizes=cfg.suite_sizes(),
                          settings=settings, out_dir=out, seed=cfg.seed, progress=progress,
                          domain=cfg.domain)
-    return {"dir": str(out), "suites": {name: r.metrics for name, r in results.items()}}
+    return {"dir": str(out), "suites": {name: r.metrics for name, r in results.items()},
+            "precision": getattr(model, "precision", None)}
 
 
 def _evolve(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
     from ..evolve.compare import compare_evolution
 
-    models = [(key, run.model_path(ROW_BY_KEY[key], cfg.base_model)) for key in ("fixed_sft", "hat")]
+    models = [(key, _eval_spec(run, ROW_BY_KEY[key], cfg)) for key in ("fixed_sft", "hat")]
     out = run.root / "evolve"
     summary = compare_evolution(out, models, get_domain(cfg.domain), rounds=cfg.evolution_rounds,
                                 dev_n=cfg.evolution_dev_n, regression_n=cfg.evolution_dev_n,

@@ -11,7 +11,10 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from ..models.precision import cpu_has_bf16_matmul
 from .checkpoint import FINAL
+
+__all__ = ["cpu_has_bf16_matmul"]  # re-exported: the SFT/OPD configs' bf16 default reads it
 
 
 @dataclass
@@ -42,15 +45,6 @@ class CPUDefaults:
                 and cpu_has_bf16_matmul():
             self.bf16 = True  # type: ignore[assignment]
         super().__post_init__()  # type: ignore[misc]
-
-
-def cpu_has_bf16_matmul() -> bool:
-    """Whether this CPU multiplies bf16 matrices in hardware (AMX tiles or AVX512-BF16), where
-    bf16 matmuls run several times faster than fp32; elsewhere torch emulates them, slower."""
-    import torch
-
-    probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
-    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
 
 
 def cpu_autocast(config: Any) -> bool:
