@@ -260,3 +260,21 @@ def test_the_cpu_profile_plan_says_what_each_claim_can_detect() -> None:
     assert load_pipeline_config("cpu").data.think == "long"
     assert load_pipeline_config("quick").data.think == "short"
     assert load_pipeline_config("cpu").train_profile == "quick"
+
+
+def test_rl_claim_says_how_many_steps_could_change_the_model(tmp_path: Path) -> None:
+    """A GRPO step whose groups all scored alike trains nothing; the claim-3 line says so, so an
+    unchanged HAT is not read as RL having been tried and found harmless. Eval records name
+    the precision each model decoded in."""
+    run = RunDir(tmp_path / "run")
+    _write_results(run)
+    stage = next(s for s in plan() if s.name == "train-hat")
+    run.mark_done(stage, {"stage": stage.name, "outputs": {
+        "rl_signal": {"steps": 3, "steps_without_signal": 2}}})
+    for s in plan():
+        if s.kind == "eval":
+            run.mark_done(s, {"stage": s.name, "outputs": {"precision": "bf16"}})
+    md = Path(write_report(run, load_pipeline_config("quick"))["report_md"]).read_text()
+    claim = next(ln for ln in md.splitlines() if ln.startswith(f"- **{RL}"))
+    assert "2 of 3 RL steps had no learning signal" in claim
+    assert "Evaluations decode the models' weights in bf16 (eval_precision auto)." in md

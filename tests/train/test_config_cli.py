@@ -133,3 +133,20 @@ def test_resolve_model_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
     with pytest.raises(ValueError, match="cannot fetch it from the Hugging Face hub"):
         resolve_model("Qwen/Qwen3-0.6B")
+
+
+def test_summary_counts_grpo_steps_whose_groups_all_scored_alike() -> None:
+    from types import SimpleNamespace
+
+    from hatkit.train.runtime import summarize
+
+    history = [{"step": 1, "loss": 0.0, "frac_reward_zero_std": 1.0},
+               {"step": 2, "loss": 0.1, "frac_reward_zero_std": 0.5},
+               {"step": 3, "loss": 0.0, "frac_reward_zero_std": 1.0}]
+    args = SimpleNamespace(bf16=False, fp16=False, use_cpu=True)
+    trainer = SimpleNamespace(state=SimpleNamespace(log_history=history, global_step=3), args=args)
+    metrics = summarize(trainer, SimpleNamespace(metrics={}))
+    assert metrics["steps_without_signal"] == 2 and metrics["global_step"] == 3
+    sft = SimpleNamespace(state=SimpleNamespace(log_history=[{"step": 1, "loss": 1.0}], global_step=1),
+                          args=args)
+    assert "steps_without_signal" not in summarize(sft, SimpleNamespace(metrics={}))

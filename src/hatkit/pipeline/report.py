@@ -171,6 +171,20 @@ def _stage_log(run: RunDir) -> list[dict[str, Any]]:
     return log
 
 
+def rl_signal_note(run: RunDir) -> str:
+    """How many HSA-RL steps could change the model: a GRPO step whose every group scored its
+    rollouts alike has zero advantages and no policy gradient, so HAT then equals +OPD by
+    construction, not by measurement."""
+    stage = next((s for s in plan() if s.row is not None and s.row.stage == "rl" and s.kind == "train"), None)
+    record = run.done(stage) if stage is not None else None
+    signal = (record or {}).get("outputs", {}).get("rl_signal")
+    if not signal:
+        return ""
+    steps, none = signal.get("steps") or 0, signal["steps_without_signal"]
+    return (f"{none} of {steps} RL steps had no learning signal (every group's rollouts scored "
+            "alike)")
+
+
 def precision_line(run: RunDir, cfg: PipelineConfig) -> str:
     """The weight precision each evaluated model decoded in, as the eval stages recorded it
     (`auto` resolves per machine), or what the config asked for."""
@@ -207,6 +221,10 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
              "variant drop": drop_plot(results, plots_dir / "variant_drop.png"),
              "think lengths before/after RL": lengths_plot(results, plots_dir / "lengths.png")}
     claims = findings(results)
+    rl_note = rl_signal_note(run)
+    for claim in claims:
+        if rl_note and claim["claim"].startswith("RL shortens"):
+            claim["measured"] += f"; {rl_note}"
     if (evolution := run.done(EVOLVE)) is not None:
         claims.append(evolution_finding(evolution["outputs"]))
     paired = paired_verdicts(results)

@@ -158,11 +158,16 @@ def sft_length_plan(stage: Stage, run: RunDir, cfg: PipelineConfig) -> LengthPla
 def _train(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
     assert stage.row is not None
     from ..train import train_stage
+    from ..train.checkpoint import read_meta
 
     plans: list[Any] = []
     train = train_stage(str(stage.row.stage))
     checkpoint = train(train_config(stage, run, cfg), resume=True, progress=progress, on_plan=plans.append)
     outputs: dict[str, Any] = {"checkpoint": str(checkpoint)}
+    metrics = (read_meta(checkpoint) or {}).get("metrics", {})
+    if "steps_without_signal" in metrics:
+        outputs["rl_signal"] = {"steps": metrics.get("global_step"),
+                                "steps_without_signal": metrics["steps_without_signal"]}
     if plans:
         outputs["length_plan"] = plans[-1].record()
     return outputs

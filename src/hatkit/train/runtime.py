@@ -143,6 +143,9 @@ def summarize(trainer: Any, train_output: Any) -> dict[str, Any]:
     if losses:
         metrics["first_loss"], metrics["last_loss"] = losses[0][1], losses[-1][1]
     metrics["loss_history"] = losses
+    zero_std = [float(h["frac_reward_zero_std"]) for h in history if "frac_reward_zero_std" in h]
+    if zero_std:  # GRPO: a group whose rollouts all score alike has no advantage, no gradient
+        metrics["steps_without_signal"] = sum(z >= 1.0 for z in zero_std)
     extra = [h for h in trainer.state.log_history if "loss" not in h and "train_runtime" not in h]
     for key in ("num_tokens", "entropy", "mean_token_accuracy", "completions/mean_length"):
         vals = [float(h[key]) for h in extra + history if key in h]
