@@ -96,7 +96,7 @@ def test_pipeline_end_to_end_on_a_tiny_model_and_resume(tmp_path: Path, monkeypa
     # Claim 4: the defective harness evolved with each frozen model, tested on the same questions.
     evolve = json.loads((run.stages / "evolve.json").read_text())["outputs"]
     assert set(evolve["reports"]) == {"fixed_sft", "hat"} and evolve["difference"]["n"] == 2
-    assert evolve["models"]["hat"] == str(run.checkpoints / "hat" / "final")
+    assert evolve["models"]["hat"] == f"{run.checkpoints / 'hat' / 'final'}@int8"  # in eval_precision
     assert "cuts HAT's error more than Fixed-SFT's" in md and "2 test questions" in md
 
     # A second run reuses every finished stage and only rewrites the report.
