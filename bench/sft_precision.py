@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         torch.set_num_threads(args.threads)
 
-    from hatkit.train.runtime import cpu_has_bf16_matmul
+    from hatkit.models.precision import cpu_has_bf16_matmul
 
     if not cpu_has_bf16_matmul():
         print(json.dumps({"bench": "sft_precision", "skipped": "this CPU has no bf16 matrix "

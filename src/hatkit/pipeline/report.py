@@ -197,13 +197,13 @@ def precision_line(run: RunDir, cfg: PipelineConfig) -> str:
                 seen.setdefault(precision, []).append(stage.row.label)
     if not seen and not cfg.eval_precision:
         return ""
-    asked = f" (eval_precision {cfg.eval_precision})" if cfg.eval_precision else ""
-    if len(seen) == 1:
-        return f" Evaluations decode the models' weights in {next(iter(seen))}{asked}."
-    if seen:
-        parts = "; ".join(f"{p}: {', '.join(labels)}" for p, labels in seen.items())
-        return f" Evaluations decode the models' weights in {parts}{asked}."
-    return f" Evaluations decode the models' weights in {cfg.eval_precision}."
+    if not seen:  # a run from before the eval stages recorded it: what the config asked for
+        where, asked = str(cfg.eval_precision), ""
+    else:
+        where = next(iter(seen)) if len(seen) == 1 else "; ".join(
+            f"{p}: {', '.join(labels)}" for p, labels in seen.items())
+        asked = f" (eval_precision {cfg.eval_precision})" if cfg.eval_precision else ""
+    return f" Evaluations decode the models' weights in {where}{asked}."
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -14,8 +14,6 @@ from transformers import TrainerCallback
 from ..models.precision import cpu_has_bf16_matmul
 from .checkpoint import FINAL
 
-__all__ = ["cpu_has_bf16_matmul"]  # re-exported: the SFT/OPD configs' bf16 default reads it
-
 
 @dataclass
 class CPUDefaults:
