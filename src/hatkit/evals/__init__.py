@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .if_prompts import IFPrompt, synthesize_if_prompts
-from .result import DEFAULT_SETTINGS, QUICK_SETTINGS, EvalSettings, SuiteResult
+from .result import CPU_SETTINGS, DEFAULT_SETTINGS, QUICK_SETTINGS, EvalSettings, SuiteResult
 
 if TYPE_CHECKING:
     from .suites import DEFAULT_SIZES, QUICK_SIZES, SUITES, run_suite, run_suites
@@ -32,6 +32,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "DEFAULT_SETTINGS", "DEFAULT_SIZES", "QUICK_SETTINGS", "QUICK_SIZES", "SUITES", "EvalSettings",
+    "CPU_SETTINGS", "DEFAULT_SETTINGS", "DEFAULT_SIZES", "QUICK_SETTINGS", "QUICK_SIZES", "SUITES",
+    "EvalSettings",
     "IFPrompt", "SuiteResult", "run_suite", "run_suites", "synthesize_if_prompts",
 ]

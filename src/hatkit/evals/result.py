@@ -95,3 +95,6 @@ QUICK_SETTINGS = EvalSettings(max_new_tokens=96, max_model_calls=5, if_max_new_t
 calls and the reply), batches of 16 (decoding is bound by reading the weights, so a larger
 batch costs little more per step), two held-out variants (episodes of different harnesses
 cannot share a batch)."""
+CPU_SETTINGS = EvalSettings(max_new_tokens=192, max_model_calls=6, n_variants=4, batch_size=16)
+"""For the `cpu` pipeline profile: the default token caps (its long oracle reasoning runs to
+about 150 tokens a call), four held-out variants, the quick profile's batches of 16."""

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+if TYPE_CHECKING:
+    from ..evals.result import EvalSettings
 
 Profile = Literal["quick", "cpu", "full"]
 
@@ -79,6 +82,13 @@ class PipelineConfig(BaseModel):
         the CPU defaults, the full profile with the GPU ones."""
         return "full" if self.profile == "full" else "quick"
 
+    @property
+    def eval_settings(self) -> EvalSettings:
+        """How the evaluation suites run the model in this profile (token caps, batches, variants)."""
+        from ..evals.result import CPU_SETTINGS, DEFAULT_SETTINGS, QUICK_SETTINGS
+
+        return {"quick": QUICK_SETTINGS, "cpu": CPU_SETTINGS}.get(self.profile, DEFAULT_SETTINGS)
+
     def suite_sizes(self) -> dict[str, int]:
         """The evaluation sizes in force: the profile's suite sizes, then `eval_sizes`."""
         from ..evals.suites import DEFAULT_SIZES, QUICK_SIZES
@@ -126,15 +136,26 @@ PROFILES: dict[str, dict[str, Any]] = {
     "cpu": {
         "data": {"train_episodes": 160, "dev_episodes": 16, "n_variants": 16, "think": "long",
                  "hsa_base": True},
-        "train": {"sft": {"max_steps": 96, "learning_rate": 2e-4},
+        # SFT: one pass over the 160 rows (the quick profile's 96 rows were too few to answer).
+        # HSA-RL: groups of 4 sampled rollouts (the quick profile's pairs had no reward spread
+        # in 2 of 3 steps), room for the long reasoning (assistant messages run to ~150 tokens)
+        # and length targets scaled to it: the oracle thinks ~53 tokens before a call and ~44
+        # before a reply; the published targets (170 / 40 against SFT's 291 / 94) sit at
+        # about 0.6 and 0.4 of the SFT lengths, so 30 and 20 here.
+        "train": {"sft": {"max_steps": 160, "learning_rate": 2e-4},
                   "opd": {"max_steps": 24, "learning_rate": 5e-5},
-                  "rl": {"max_steps": 12, "learning_rate": 2e-4}},
+                  "rl": {"max_steps": 12, "learning_rate": 2e-4, "num_generations": 4,
+                         "per_device_train_batch_size": 4, "max_new_tokens": 192,
+                         "max_completion_length": 2048, "n_questions": 16, "n_variants": 4,
+                         "think_tool_target": 30, "think_reply_target": 20,
+                         "think_tool_coef": 0.005, "think_reply_coef": 0.005}},
         "eval_sizes": {"live_qa": 100, "variant_qa": 100, "general_if": 150, "faults": 40, "safety": 20,
                        "lengths": 100, "latency": 40},
         "suite_models": {"variant_qa": ["base", "fixed_sft", "hsa_sft", "hat"],
                          "general_if": ["base", "fixed_sft", "opd", "hat"]},
         # claim 4: the defective harness evolved with Fixed-SFT and with HAT frozen
         "evolution_test_n": 60, "evolution_dev_n": 16, "evolution_rounds": 2,
+        "eval_precision": "auto",
     },
     "full": {
         "base_model": "Qwen/Qwen3-0.6B",

@@ -208,11 +208,11 @@ def _eval_spec(run: RunDir, row: ModelRow, cfg: PipelineConfig) -> str:
 
 
 def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
-    from ..evals import DEFAULT_SETTINGS, QUICK_SETTINGS, run_suites
+    from ..evals import run_suites
     from ..models.select import load_model
 
     assert stage.row is not None
-    settings = QUICK_SETTINGS if cfg.profile == "quick" else DEFAULT_SETTINGS
+    settings = cfg.eval_settings
     # the decoder batches what the suite hands it together (its default of 8 split the quick
     # profile's batches of 16 in two)
     model = load_model(_eval_spec(run, stage.row, cfg), max_batch=settings.batch_size)
