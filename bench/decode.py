@@ -1,5 +1,5 @@
 """Decode speed of the default model against the machine's memory-bandwidth ceiling, in one run
-(issue 18): fp32 and int8 weights, batch 1 and 8, transformers `generate` and hatkit's decoder.
+(issue 18): fp32, bf16 and int8 weights, batch 1 and 8, transformers `generate` and hatkit's decoder.
 
 Prompt: the agent's real first request: the shipped live_commerce harness rendered (system
 prompt and tool schemas), a viewer question and the generation prompt, through the model's
@@ -16,9 +16,10 @@ generate    `model.generate`, greedy, given a copy of the prefix's KV cache per 
 hatkit      `decode_batch` (LocalModel's decoder) with the prefix cache warm.
             Every row decodes --new-tokens tokens (end-of-turn ignored); tokens/s = generated
             tokens / wall seconds of the call (the suffix prefill included, the prefix not).
-agreement   int8 against fp32 on the batch-8 prompts: the share of fp32's greedy tokens that
-            int8 also picks given the same history (teacher-forced), and how many leading
-            greedy tokens are identical.
+agreement   bf16 and int8 against fp32 on the batch-8 prompts: the share of fp32's greedy
+            tokens each also picks given the same history (teacher-forced), and how many
+            leading greedy tokens are identical. bf16 is what evaluations decode in where the
+            CPU multiplies bf16 in hardware (`eval_precision auto`); elsewhere it is slow here.
 
 Goals (issue 18): int8 >= 1.8x hatkit's fp32 tokens/s at batch 1 and >= 2x at batch 8; hatkit
 at batch 8 >= 60% of its ceiling. The machine's load average is printed with the figures: a
@@ -49,7 +50,7 @@ from hatkit.domain import get_domain
 from hatkit.harness import load_harness
 from hatkit.models.decoding import decode_batch
 from hatkit.models.local import LocalModel
-from hatkit.models.precision import int8_linear
+from hatkit.models.precision import cpu_has_bf16_matmul, int8_linear
 
 BENCH = "decode"
 GOALS = {"int8_speedup_bs1": 1.8, "int8_speedup_bs8": 2.0, "hatkit_fp32_bs8_share": 0.6,
@@ -93,7 +94,8 @@ def weight_bytes(model: Any) -> int:
 def kv_bytes_per_token(model: Any) -> int:
     c = model.config
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-    return int(2 * c.num_hidden_layers * c.num_key_value_heads * head_dim * 4)  # K and V, fp32 cache
+    size = model.get_input_embeddings().weight.element_size()  # the cache's dtype: fp32, or bf16
+    return int(2 * c.num_hidden_layers * c.num_key_value_heads * head_dim * size)  # K and V
 
 
 def prompts(model: LocalModel, n: int) -> tuple[list[int], list[list[int]]]:
@@ -172,11 +174,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     new = min(args.new_tokens, 4) if args.smoke else args.new_tokens
     base = tiny_local_model() if args.smoke else LocalModel.default()
     base.model.to("cpu")  # the CPU's ceiling is what this bench measures
-    models = {"fp32": base, "int8": LocalModel(copy.deepcopy(base.model), base.tok, base.model_id,
-                                               precision="int8")}
+    models = {"fp32": base, **{p: LocalModel(copy.deepcopy(base.model), base.tok, base.model_id, precision=p)
+                               for p in ("bf16", "int8")}}
     prefix, suffixes = prompts(base, 8)
     bw = bandwidth(16 if args.smoke else 512)
-    kv_tok = kv_bytes_per_token(base.model)
     print(f"prompt: {len(prefix)} prefix tokens (rendered live_commerce harness) + "
           f"{len(suffixes[0])} (question, generation prompt) = {len(prefix) + len(suffixes[0])} tokens "
           f"at batch 1; batch 8 suffixes {min(map(len, suffixes))}-{max(map(len, suffixes))} tokens")
@@ -186,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     outputs: dict[str, list[list[int]]] = {}
     for prec, m in models.items():
         m._prefix_cache(tuple(prefix))  # prefill the prefix once, outside the timings
-        w = weight_bytes(m.model)
+        w, kv_tok = weight_bytes(m.model), kv_bytes_per_token(m.model)
         for batch in (1, 8):
             sfx = suffixes[:batch]
             kv = (len(prefix) + sum(map(len, sfx)) + batch * new / 2) * kv_tok
@@ -204,8 +205,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                     "tokens_per_s": round(tps, 2), "ceiling_tokens_per_s": round(ceiling, 2),
                     "share_of_ceiling": round(tps / ceiling, 3), "weight_mb": round(w / 1e6, 1),
                     "kv_mb_per_step": round(kv / 1e6, 1)}
-    agree = agreement(models["int8"], prefix, suffixes, outputs["fp32"])
-    leading = [leading_same(a, b) for a, b in zip(outputs["fp32"], outputs["int8"], strict=True)]
+    agree = {p: agreement(models[p], prefix, suffixes, outputs["fp32"]) for p in ("bf16", "int8")}
+    leading = {p: [leading_same(a, b) for a, b in zip(outputs["fp32"], outputs[p], strict=True)]
+               for p in ("bf16", "int8")}
 
     print(f"{'configuration':22} {'tokens/s':>9} {'ceiling':>9} {'share':>7} {'weights MB':>11} "
           f"{'KV MB/step':>11}")
@@ -217,18 +219,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         "int8_speedup_bs8": rows["hatkit int8 b8"]["tokens_per_s"] / rows["hatkit fp32 b8"]["tokens_per_s"],
         "hatkit_fp32_bs8_share": rows["hatkit fp32 b8"]["share_of_ceiling"],
         "hatkit_int8_bs8_share": rows["hatkit int8 b8"]["share_of_ceiling"],
+        "bf16_speedup_bs1": rows["hatkit bf16 b1"]["tokens_per_s"] / rows["hatkit fp32 b1"]["tokens_per_s"],
+        "bf16_speedup_bs8": rows["hatkit bf16 b8"]["tokens_per_s"] / rows["hatkit fp32 b8"]["tokens_per_s"],
+        "hatkit_bf16_bs8_share": rows["hatkit bf16 b8"]["share_of_ceiling"],
     }
-    print(f"int8 vs fp32 greedy agreement: {agree:.1%} of fp32's tokens (teacher-forced); leading "
-          f"identical tokens per row {leading} of {new}")
+    for p in agree:
+        print(f"{p} vs fp32 greedy agreement: {agree[p]:.1%} of fp32's tokens (teacher-forced); leading "
+              f"identical tokens per row {leading[p]} of {new}")
     print("goals: " + "; ".join(f"{k} {v:.2f} (>= {GOALS[k]}: {'met' if v >= GOALS[k] else 'NOT met'})"
-                                for k, v in figures.items()))
+                                for k, v in figures.items() if k in GOALS))
+    print("bf16 (no goal): " + "; ".join(f"{k} {v:.2f}" for k, v in figures.items() if k not in GOALS))
     load_after = os.getloadavg()[0]
     print(json.dumps({
         "bench": BENCH, "model": base.model_id, "prefix_tokens": len(prefix),
         "prompt_tokens_bs1": len(prefix) + len(suffixes[0]), "new_tokens": new,
         "bandwidth_gb_s": round(bw / 1e9, 2), "rows": rows,
         **{k: round(v, 3) for k, v in figures.items()},
-        "int8_agreement": round(agree, 4), "int8_leading_identical": leading,
+        **{f"{p}_agreement": round(a, 4) for p, a in agree.items()},
+        **{f"{p}_leading_identical": n for p, n in leading.items()},
+        "cpu_bf16_matmul": cpu_has_bf16_matmul(),
         "load_avg_before": round(load_before, 2), "load_avg_after": round(load_after, 2),
         "cpus": os.cpu_count(), "threads": torch.get_num_threads(), "hatkit": __version__,
         "torch": torch.__version__, "python": platform.python_version(),

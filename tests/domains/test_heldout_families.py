@@ -1,5 +1,6 @@
 """The judges' independent labelled sets are frozen (live_commerce:
-calibration/heldout_families.jsonl; food_delivery: calibration/labelled.jsonl): written without
+calibration/heldout_families.jsonl and the dev set dev_families.jsonl; food_delivery:
+calibration/labelled.jsonl): written without
 the judge's checks, they measure whether it generalises only as long as nobody edits them to
 fit. A change needs a new file, never an edit in place."""
 
@@ -17,6 +18,7 @@ DOMAINS = Path(__file__).resolve().parents[2] / "src" / "hatkit" / "domains"
 FOLDER = DOMAINS / "live_commerce" / "calibration"
 FAMILIES = FOLDER / "heldout_families.jsonl"
 FOOD = DOMAINS / "food_delivery" / "calibration" / "labelled.jsonl"
+DEV = FOLDER / "dev_families.jsonl"
 
 
 @pytest.mark.parametrize("path", [FAMILIES, FOOD], ids=["live_commerce", "food_delivery"])
@@ -24,6 +26,17 @@ def test_the_file_matches_the_hash_its_readme_froze(path: Path) -> None:
     frozen = re.search(r"sha256:\s*`?([0-9a-f]{64})", (path.parent / "README.md").read_text("utf-8"))
     assert frozen is not None
     assert hashlib.sha256(path.read_bytes()).hexdigest() == frozen.group(1)
+
+
+def test_the_dev_set_matches_the_hash_its_notes_froze() -> None:
+    """dev_families.jsonl may be read while checks are fixed, but never edited to fit them."""
+    frozen = re.search(r"sha256 \(`dev_families.jsonl`\):\s*([0-9a-f]{64})",
+                       (FOLDER / "dev_families.md").read_text("utf-8"))
+    assert frozen is not None
+    assert hashlib.sha256(DEV.read_bytes()).hexdigest() == frozen.group(1)
+    rows = [json.loads(line) for line in DEV.read_text("utf-8").splitlines()]
+    per = Counter(r["family"] for r in rows)
+    assert len(rows) == 199 and min(per.values()) >= 30 and per["clean"] >= 44
 
 
 def test_every_family_has_thirty_items_in_both_locales_and_clean_has_sixty() -> None:
