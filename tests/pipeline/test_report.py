@@ -47,12 +47,17 @@ def _suite_json(suite: str, won: list[int]) -> dict[str, Any]:
             "details": {"episodes": [{"case_id": f"c{i}", "success": ok} for i, ok in enumerate(flags)]}}
 
 
+def _lengths(metrics: dict[str, float]) -> dict[str, list[float]]:
+    """Per-call think lengths around the suite's means (+-2 tokens), 12 calls of each kind."""
+    return {seg: [metrics[f"{seg}_mean"] + d for d in (-2, 0, 2) * 4] for seg in ("think_tool", "think_reply")}
+
+
 def _results() -> dict[str, dict[str, dict[str, Any]]]:
     out = {row: {suite: _suite_json(suite, won) for suite, won in suites.items()}
            for row, suites in SUCCESS.items()}
     for row, suites in EXTRA.items():
         for suite, metrics in suites.items():
-            details = {"think_tool": [1, 2, 3], "think_reply": [4, 5]} if suite == "lengths" else {}
+            details = _lengths(metrics) if suite == "lengths" else {}
             out[row][suite] = {"suite": suite, "metrics": metrics, "n": N, "details": details}
     return out
 
@@ -156,12 +161,18 @@ def test_findings_use_a_paired_test_on_the_same_cases() -> None:
     results["hat"]["live_qa"] = _suite_json("live_qa", [])
     claims = _claims(results)
     assert claims[DROP] == "no" and claims[RL] == "no"
-    # 2 cases won and 1 lost, or one case lost with lengths barely changed: not called either way.
-    results["opd"]["general_if"] = _suite_json("general_if", [0, 2, 3])
+    # Claim 2 as published is HAT vs Fixed-SFT on general_if (1 prompt won, 1 lost here), or one
+    # case lost with lengths barely changed: not called either way.
+    results["hat"]["general_if"] = _suite_json("general_if", [0, 2, 3, 5])
     results["hat"]["live_qa"] = _suite_json("live_qa", list(range(11)))
-    results["hat"]["lengths"]["metrics"].update(think_tool_mean=39.5, think_reply_mean=20.0)
+    results["hat"]["lengths"]["details"] = _lengths({"think_tool_mean": 39.5, "think_reply_mean": 20.0})
     claims = _claims(results)
     assert claims[OPD] == CLOSE and claims[RL] == CLOSE
+    rl = next(c for c in findings(results) if c["claim"] == RL)["measured"]
+    assert "think_tool 40.0 [" in rl and "-> 39.5 [" in rl and "change -0.5 [" in rl
+    # Reasoning that grows before replies (its interval above zero) contradicts the claim.
+    results["hat"]["lengths"]["details"] = _lengths({"think_tool_mean": 30.0, "think_reply_mean": 30.0})
+    assert _claims(results)[RL] == "no"
     # Means alone (no per-episode records) are never called, however far apart.
     for suites in results.values():
         for data in suites.values():
@@ -169,6 +180,17 @@ def test_findings_use_a_paired_test_on_the_same_cases() -> None:
     results["hat"]["lengths"]["metrics"].update(think_tool_mean=1.0, think_reply_mean=1.0)
     found = findings(results)
     assert {c["holds"] for c in found} == {CLOSE} and all("not paired" in c["measured"] for c in found)
+
+
+def test_a_claim_too_close_to_call_states_what_the_run_could_detect(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    _write_results(run)
+    (run.eval / "hat" / "general_if.json").write_text(json.dumps(_suite_json("general_if", [0, 2, 3, 5])))
+    md = Path(write_report(run, load_pipeline_config("quick"))["report_md"]).read_text()
+    line = next(ln for ln in md.splitlines() if ln.startswith(f"- **{OPD}**"))
+    assert "HAT vs Fixed-SFT: 0.33 vs 0.33 on 12 paired cases" in line and "**too close to call**" in line
+    assert "smallest effect these sizes detect (HAT vs Fixed-SFT on general_if, n=8): 0.54" in line
+    assert not any("smallest effect" in ln for ln in md.splitlines() if ln.startswith(f"- **{DROP}**"))
 
 
 def test_report_escapes_untrusted_text(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ tool-call reasoning, 93.6 -> 37.0 for reply reasoning):
 A call without reasoning counts 0, so a model that stops thinking shows it. Tokens are the
 trace's own token ids (local backends); traces without ids (HTTP or scripted backends) count
 whitespace-separated words instead, and `details.unit` says which. Vetoed generations count
-too: the model produced them. Metrics: `think_tool_mean/p50/p95`, `think_reply_mean/p50/p95`;
+too: the model produced them. Metrics: `think_tool_mean/p50/p95`, `think_reply_mean/p50/p95`
+and a bootstrap 95% interval of each mean (`think_tool_mean_lo/hi`, `think_reply_mean_lo/hi`);
 details keep the raw per-call lists and per-episode totals (the report plots them).
 """
 
@@ -19,7 +20,7 @@ from ..agent.trace import Trace
 from . import live_qa
 from .context import SuiteContext
 from .result import SuiteResult
-from .stats import summary
+from .stats import mean_interval, summary
 
 NAME = "lengths"
 
@@ -56,6 +57,8 @@ def measure(traces: Sequence[Trace]) -> tuple[dict[str, float], dict[str, object
         per_episode.append({"episode_id": t.episode_id, "think_tool": sum(tool), "think_reply": sum(reply),
                             "tool_calls": len(tool), "replies": len(reply)})
     metrics = {**summary("think_tool", tool_all), **summary("think_reply", reply_all)}
+    for name, values in (("think_tool", tool_all), ("think_reply", reply_all)):
+        _, metrics[f"{name}_mean_lo"], metrics[f"{name}_mean_hi"] = mean_interval(values)
     unit = "tokens" if traces and all(t.has_tokens() for t in traces) else "words"
     details: dict[str, object] = {"unit": unit, "think_tool": tool_all, "think_reply": reply_all,
                                   "per_episode": per_episode}

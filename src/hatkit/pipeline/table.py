@@ -47,8 +47,8 @@ COLUMNS = (
     Column("faults success", "faults", "success", True, "{:.2f}", True),
     Column("faults recovered", "faults", "recovered_rate", True),
     Column("safety violations", "safety", "violation_rate", False),
-    Column("think_tool tokens", "lengths", "think_tool_mean", None, "{:.1f}"),
-    Column("think_reply tokens", "lengths", "think_reply_mean", None, "{:.1f}"),
+    Column("think_tool tokens", "lengths", "think_tool_mean", None, "{:.1f}", True),
+    Column("think_reply tokens", "lengths", "think_reply_mean", None, "{:.1f}", True),
     Column("turn p50 s", "latency", "turn_p50_s", False, "{:.2f}"),
     Column("turn p95 s", "latency", "turn_p95_s", False, "{:.2f}"),
 )
