@@ -49,7 +49,8 @@ def _suite_json(suite: str, won: list[int]) -> dict[str, Any]:
 
 def _lengths(metrics: dict[str, float]) -> dict[str, list[float]]:
     """Per-call think lengths around the suite's means (+-2 tokens), 12 calls of each kind."""
-    return {seg: [metrics[f"{seg}_mean"] + d for d in (-2, 0, 2) * 4] for seg in ("think_tool", "think_reply")}
+    return {seg: [metrics[f"{seg}_mean"] + d for d in (-2, 0, 2) * 4]
+            for seg in ("think_tool", "think_reply")}
 
 
 def _results() -> dict[str, dict[str, dict[str, Any]]]:
@@ -300,3 +301,24 @@ def test_rl_claim_says_how_many_steps_could_change_the_model(tmp_path: Path) -> 
     claim = next(ln for ln in md.splitlines() if ln.startswith(f"- **{RL}"))
     assert "2 of 3 RL steps had no learning signal" in claim
     assert "Evaluations decode the models' weights in bf16 (eval_precision auto)." in md
+
+
+def test_the_report_names_the_eval_judges_the_stages_recorded(tmp_path: Path) -> None:
+    """A report rewritten after the judge changed still names the judge that scored the suites."""
+    run = RunDir(tmp_path / "run")
+    _write_results(run)
+    cfg = load_pipeline_config("quick")
+    evals = [s for s in plan(cfg) if s.kind == "eval"]
+
+    def judged(stage: Any, name: str, digit: str) -> None:
+        judge = {"name": name, "hash": digit * 64}
+        run.mark_done(stage, {"stage": stage.name, "outputs": {"eval_judge": judge}})
+
+    for stage in evals[:2]:
+        judged(stage, "old-judge", "a")
+    md = Path(write_report(run, cfg)["report_md"]).read_text()
+    assert "- eval judge (every suite): `old-judge`, hash `aaaaaaaaaaaa`" in md
+    assert "different eval judges" not in md
+    judged(evals[2], "new", "b")
+    md = Path(write_report(run, cfg)["report_md"]).read_text()
+    assert "`new`, hash `bbbbbbbbbbbb`" in md and "scored by different eval judges" in md

@@ -324,22 +324,35 @@ def write_report(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
 
 
 def judge_lines(run: RunDir, cfg: PipelineConfig) -> list[str]:
-    """Which judge scored every suite and which one HSA-RL was rewarded by (from the HAT
+    """Which judge scored every suite (as each evaluation stage recorded it; the code's own
+    judge for stages that recorded none) and which one HSA-RL was rewarded by (from the HAT
     checkpoint when it exists), by content hash: the two must differ."""
     from ..domain import get_domain
 
     domain = get_domain(cfg.domain)
-    eval_judge = domain.judge(role="eval")
-    reward = domain.judge(role="reward")
-    reward_hash = reward.judge_hash
+    current = domain.judge(role="eval")
+    recorded = {}
+    for stage in plan(cfg):
+        record = run.done(stage) if stage.kind == "eval" else None
+        judge = (record or {}).get("outputs", {}).get("eval_judge")
+        if isinstance(judge, dict) and judge.get("hash"):
+            recorded[str(judge["hash"])] = str(judge.get("name") or judge["hash"])
+    eval_hashes = recorded or {current.judge_hash: current.name}
+    reward_hash = domain.judge(role="reward").judge_hash
     meta_path = run.checkpoints / "hat" / "final" / "hatkit_checkpoint.json"
     if meta_path.is_file():
         reward_hash = str(json.loads(meta_path.read_text(encoding="utf-8")).get("judge_hash") or reward_hash)
-    same = reward_hash == eval_judge.judge_hash
-    return [f"- eval judge (every suite): `{eval_judge.name}`, hash `{eval_judge.judge_hash[:12]}`",
-            f"- reward judge (HSA-RL): hash `{reward_hash[:12]}`"
-            + (" **(the eval judge itself: the HAT row is scored by the rubric it was trained on)**"
-               if same else " (a separate harness, versioned apart from the eval judge)")]
+    lines = [f"- eval judge (every suite): `{name}`, hash `{h[:12]}`" for h, name in eval_hashes.items()]
+    if len(eval_hashes) > 1:
+        lines.append("- **the evaluation stages were scored by different eval judges**: compare models "
+                     "across them with care")
+    elif not recorded:
+        lines[0] += " (the code's judge now: the evaluation stages recorded none)"
+    same = reward_hash in eval_hashes
+    lines.append(f"- reward judge (HSA-RL): hash `{reward_hash[:12]}`"
+                 + (" **(the eval judge itself: the HAT row is scored by the rubric it was trained on)**"
+                    if same else " (a separate harness, versioned apart from the eval judge)"))
+    return lines
 
 
 def _details(results: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:

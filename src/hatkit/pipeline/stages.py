@@ -208,6 +208,7 @@ def _eval_spec(run: RunDir, row: ModelRow, cfg: PipelineConfig) -> str:
 
 
 def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | None) -> dict[str, Any]:
+    from ..domain import get_domain
     from ..evals import run_suites
     from ..models.select import load_model
 
@@ -220,8 +221,10 @@ def _eval(stage: Stage, run: RunDir, cfg: PipelineConfig, progress: Progress | N
     results = run_suites(cfg.suites_for(stage.row.key), model, sizes=cfg.suite_sizes(),
                          settings=settings, out_dir=out, seed=cfg.seed, progress=progress,
                          domain=cfg.domain)
+    judge = get_domain(cfg.domain).judge(role="eval")
     return {"dir": str(out), "suites": {name: r.metrics for name, r in results.items()},
-            "precision": getattr(model, "precision", None)}
+            "precision": getattr(model, "precision", None),
+            "eval_judge": {"name": judge.name, "hash": judge.judge_hash}}
 
 
 def _evolve(run: RunDir, cfg: PipelineConfig) -> dict[str, Any]:
