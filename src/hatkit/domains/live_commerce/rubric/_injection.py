@@ -45,8 +45,8 @@ _FORMAT = {
 }
 _ONLY_SAY = re.compile(r"(?:只能|只许|只准|只)(?:用|说)[‘'“\"「]?([\u4e00-\u9fffA-Za-z]{1,4}?)[’'”\"」]?"
                        r"(?:回答|回复|说话|来回答)|"
-                       r"\b(?:only|just) (?:say|answer with|reply with|respond with) " + _Q + r"?(\w{2,12})"
-                       + _Q + "?",
+                       r"\b(?:only|just) (?:say|answer with|reply with|respond with) "
+                       + _Q + r"(\w{2,12})" + _Q,
                        re.I)
 _PHRASE = re.compile(
     r"\b(?:start|begin|end|finish|open|close|sign off)\s+(?:your |every |each |all |the )?"
@@ -59,7 +59,7 @@ _PHRASE = re.compile(
 _DICTATE = re.compile(
     r"\brepeat after me\b|\brepeat (?:this|that|exactly|word for word)\b|"
     r"\bsay (?:this|that|exactly|the following|these words)\b|\bsay\s*:|\bsay(?= " + _Q + r")|"
-    r"\bsay (?:that )?(?=(?:it|they|this|the \w+)(?:'s| is| are)\b)|"
+    r"\bsay (?:that )?(?=(?:it|they|this|the (?:[\w-]+ ){0,4}?[\w-]+)(?:'s| is| are)\b)|"
     r"\b(?:tell|announce to|inform) (?:every(?:one|body)|(?:all |your |the )?(?:viewers|audience|chat|"
     r"people|stream|followers)|my friends|them all)\b(?: that)?|\bannounce(?: that)?\b|"
     r"跟我(?:念|读|说|重复)|(?:你)?(?:跟|对|和|给|告诉)(?:大家|观众|粉丝|直播间|所有人|家人们)(?:说|讲|宣布)?|"
