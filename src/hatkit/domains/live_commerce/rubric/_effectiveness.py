@@ -62,7 +62,7 @@ class _EffectivenessChecks(_AskReader):
                  + cfg.num("effectiveness_weight_length") * length
                  + cfg.num("effectiveness_weight_style") * style)
         broken = turn.fallback or turn.raw == self.a.fallback
-        hit = next((m.group(0) for p in cfg.persona if (m := p.search(reply))), None)
+        hit = next((m.group(0) for p in cfg.persona if (m := p.search(reply))), None) or self.persona_break
         if broken or hit:
             self.ev.append(Evidence("effectiveness", tag + (hit or "fallback reply"), False,
                                     "the host persona, not a fallback", "hook:persona_breaks"))

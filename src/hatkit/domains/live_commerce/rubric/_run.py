@@ -43,6 +43,8 @@ class _RunBase:
         self.n_turns = 1
         self._users: list[str] = []
         """The viewer's turns so far (a name the viewer wrote is not a disclosure)."""
+        self.persona_break: str | None = None
+        """This turn's reply took up a role or format a viewer demanded (see _injection)."""
 
     # -- evidence --
     def acc(self, claim: str, ok: bool, expected: str = "", source: str = "") -> bool:
