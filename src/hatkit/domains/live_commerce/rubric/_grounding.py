@@ -15,8 +15,8 @@ from typing import Any
 
 from hatkit.judge.numbers import digits_for_words
 
+from ._details import _DetailChecks
 from ._episode import _Turn
-from ._run import _RunBase
 from .claims import Claim, Lexicon
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)(?![\d])")
@@ -84,7 +84,7 @@ def _product_words(lex: Lexicon, ids: Iterable[str]) -> set[str]:
     return words
 
 
-class _GroundingChecks(_RunBase):
+class _GroundingChecks(_DetailChecks):
     def _grounding(self, turn: _Turn, claims: list[Claim], focus: set[str]) -> None:
         reply = turn.reply
         checked = [(c.start, c.end) for c in claims]  # claims the other checks verify (or names, codes)
@@ -93,7 +93,7 @@ class _GroundingChecks(_RunBase):
             known = self._known_numbers(focus)
             for m in loose:
                 value = _numbers_in(m.group(0))
-                if value and not value & known:
+                if value and not value & known and not self._converted(reply, m.start()):
                     self.acc(m.group(0), False, "a number no tool result, rule or viewer message states",
                              "trace:grounding")
                     break
