@@ -9,6 +9,7 @@ from hatkit.judge.verdict import Evidence
 
 from ._ask import _AskReader, _blank
 from ._episode import _Turn
+from ._facets import _FacetChecks
 from ._facts import _ProductFacts
 from ._promises import _DONE, _GRANT, _RETURN_YES
 from ._target import _TargetChecks
@@ -29,7 +30,7 @@ _YES_NO = re.compile(r"^\W*(?:yes|yep|sure|done|deal|of course|absolutely|no|nop
 _CM = re.compile(r"(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?cm")
 
 
-class _EffectivenessChecks(_AskReader, _TargetChecks):
+class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
     """Scores each turn; the episode takes the worst turn (see _Run._finish)."""
 
     def _effectiveness(self, turn: _Turn, claims: list[Claim], focus: set[str], category: str,
@@ -42,6 +43,7 @@ class _EffectivenessChecks(_AskReader, _TargetChecks):
         asked = self._aspects(turn, focus, category, attempt)
         # every claim counts: whether it answered is asked here, whether it is right is accuracy's question
         parts = {a: self._answered(a, reply, claims, focus, turn) for a in asked}
+        parts = self._facet_parts(_blank(turn.user, find_products(turn.user, self.lex)), reply, parts, focus)
         if self.off_target or self._about_another(turn, claims, asked):
             self.ev.append(Evidence("effectiveness", f"{tag}answers about another product", False,
                                     "the product asked about", "rubric:effectiveness"))
