@@ -34,8 +34,8 @@ _ASKED = {k: re.compile(v, re.I) for k, v in {
     "weight": r"how heavy|\bweigh|重量|多重|几斤|几克",
     "battery": r"battery|how long does (?:it|the \w+) last|charge last|续航|电池|充一次",
     "capacity": r"capacity|how much does it hold|容量|多少升|能装",
-    "dimensions": r"dimensions|how (?:big|tall|wide|long|small) (?:is|are|does)|pack (?:down|small)|"
-                  r"\bheight\b|多高|多大|多长|多宽|尺寸是",
+    "dimensions": r"dimensions|how (?:big|tall|wide|small) (?:is|are|does)|how long (?:is|are)\b|"
+                  r"pack (?:down|small)|\bheight\b|多高|多大|多长|多宽|尺寸是",
     "returns": r"\breturn(?:able|s)?\b|refund|exchange|能退|退货|退换|可以退",
     "warranty": r"warranty|guarantee|保修|质保",
     "origin": r"where (?:is|are|was|were|does|do)\b.{0,30}(?:from|made|grown|sourced)|\borigin|"
