@@ -159,6 +159,12 @@ def _said(value: str, low: str) -> bool:
     return bool(variant_values(low, [value] + ([first] if len(first) >= 3 else [])))
 
 
+_RESCUABLE = frozenset({"spec", "open", "stock", "returns"})
+"""Aspects `_ask` reads by fallback (the tools called) or by values only (a count, a window): a
+reply stating every asked facet's value, or an honest negative, answers them. Prices, fees and
+deals keep their own finer check (a list price is not the price)."""
+
+
 class _FacetChecks(_RunBase):
     """Adds the facets a turn asks for beside `_ask`'s aspects."""
 
@@ -175,7 +181,8 @@ class _FacetChecks(_RunBase):
         got |= {f"is {w}": property_answered(w, reply) for w in props}
         if not got:
             return parts
-        if any(v < 1.0 for v in parts.values()) and not props and all(
+        weak = [a for a, v in parts.items() if v < 1.0]
+        if weak and set(weak) <= _RESCUABLE and not props and all(
                 facet_answered(f, reply, products, value=True) for f in facets):
             return dict.fromkeys(parts, 1.0)
         if len(got) < 2 or not any(got.values()):

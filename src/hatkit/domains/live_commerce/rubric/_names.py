@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from .claims import Lexicon, find_products
 
@@ -83,7 +84,7 @@ def _numbers(text: str) -> set[float]:
 
 def _zh_products(text: str, lex: Lexicon) -> set[str]:
     """Products whose names hold the most Chinese product-type words of `text` (ties: all)."""
-    kinds = [en for zh, en in _ZH_KINDS.items() if zh in text]
+    kinds = [en for zh, en in _ZH_KINDS.items() if zh in text] if not text.isascii() else []
     if not kinds:
         return set()
     nums = _numbers(text)
@@ -109,11 +110,25 @@ def named_products(text: str, lex: Lexicon) -> set[str]:
 
 def _by_variant(text: str, lex: Lexicon) -> set[str]:
     """The one product that has a variant value `text` names ("fig leaf candle")."""
-    hits = {p.id for p in lex.products.values()
-            if variant_values(text, {v.color for v in p.variants if v.color and len(v.color) > 3})}
+    low = _normal(text)
+    hits = {pid for pat, pid in _colours(lex) if pat.search(low)}
     return hits if len(hits) == 1 else set()
 
 
+_COLOURS: dict[int, tuple[Lexicon, list[tuple[re.Pattern[str], str]]]] = {}
+
+
+def _colours(lex: Lexicon) -> list[tuple[re.Pattern[str], str]]:
+    """(pattern, product id) for every colour name longer than three letters (cached per lexicon)."""
+    hit = _COLOURS.get(id(lex))
+    if hit is None or hit[0] is not lex:
+        pairs = {(v.color, p.id) for p in lex.products.values() for v in p.variants
+                 if v.color and len(v.color) > 3}
+        hit = _COLOURS[id(lex)] = (lex, [(_value_pattern(c), pid) for c, pid in sorted(pairs)])
+    return hit[1]
+
+
+@lru_cache(maxsize=4096)
 def _value_pattern(value: str) -> re.Pattern[str]:
     parts = [re.escape(p) for p in _PART.findall(value.lower())]  # "45mm" is also "45 mm"
     return re.compile(r"(?<![a-z0-9])" + r"[\s\-/&]*".join(parts) + r"(?![a-z0-9])")
