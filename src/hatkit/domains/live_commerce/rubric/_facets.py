@@ -162,7 +162,12 @@ def _said(value: str, low: str) -> bool:
 _RESCUABLE = frozenset({"spec", "open", "stock", "returns"})
 """Aspects `_ask` reads by fallback (the tools called) or by values only (a count, a window): a
 reply stating every asked facet's value, or an honest negative, answers them. Prices, fees and
-deals keep their own finer check (a list price is not the price)."""
+deals keep their own finer check (a list price is not the price) unless the facets say they
+were not asked at all."""
+
+
+_ASPECT_FACET = {"deals": "discount", "size": "sizes"}
+"""`_ask`'s aspect names that are spelled differently here."""
 
 
 class _FacetChecks(_RunBase):
@@ -182,7 +187,8 @@ class _FacetChecks(_RunBase):
         if not got:
             return parts
         weak = [a for a, v in parts.items() if v < 1.0]
-        if weak and set(weak) <= _RESCUABLE and not props and all(
+        misread = {a for a in weak if _ASPECT_FACET.get(a, a) not in facets}  # "how long ... battery"
+        if weak and set(weak) <= _RESCUABLE | misread and not props and all(
                 facet_answered(f, reply, products, value=True) for f in facets):
             return dict.fromkeys(parts, 1.0)
         if len(got) < 2 or not any(got.values()):
