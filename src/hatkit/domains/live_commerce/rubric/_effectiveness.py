@@ -9,8 +9,10 @@ from hatkit.judge.verdict import Evidence
 
 from ._ask import _AskReader, _blank
 from ._episode import _Turn
+from ._facets import _FacetChecks
 from ._facts import _ProductFacts
 from ._promises import _DONE, _GRANT, _RETURN_YES
+from ._target import _TargetChecks
 from .claims import NEGATION, Claim, cents, find_products, money_values
 
 _HONEST = re.compile(r"can(?:'|no)t check|not able to check|try again|human (?:colleague|agent)|"
@@ -28,7 +30,7 @@ _YES_NO = re.compile(r"^\W*(?:yes|yep|sure|done|deal|of course|absolutely|no|nop
 _CM = re.compile(r"(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?cm")
 
 
-class _EffectivenessChecks(_AskReader):
+class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
     """Scores each turn; the episode takes the worst turn (see _Run._finish)."""
 
     def _effectiveness(self, turn: _Turn, claims: list[Claim], focus: set[str], category: str,
@@ -41,7 +43,8 @@ class _EffectivenessChecks(_AskReader):
         asked = self._aspects(turn, focus, category, attempt)
         # every claim counts: whether it answered is asked here, whether it is right is accuracy's question
         parts = {a: self._answered(a, reply, claims, focus, turn) for a in asked}
-        if self._about_another(turn, claims, asked):
+        parts = self._facet_parts(_blank(turn.user, find_products(turn.user, self.lex)), reply, parts, focus)
+        if self.off_target or self._about_another(turn, claims, asked):
             self.ev.append(Evidence("effectiveness", f"{tag}answers about another product", False,
                                     "the product asked about", "rubric:effectiveness"))
             parts = dict.fromkeys(parts, 0.0)

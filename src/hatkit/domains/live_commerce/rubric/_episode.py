@@ -46,7 +46,7 @@ def _turns(trace: Trace) -> list[_Turn]:
     if trace.final_reply.strip():
         turns[-1].reply = trace.final_reply.strip()
     for r in trace.tool_calls:
-        turns[max(bisect.bisect_left(starts, r.turn) - 1, 0)].records.append(r)
+        turns[max(bisect.bisect_right(starts, r.turn) - 1, 0)].records.append(r)
     for t in turns:
         t.raw, t.reply = t.reply, digits_for_words(t.reply)
     return turns
