@@ -86,6 +86,7 @@ def _sim_throughput(res: list[dict[str, Any]]) -> None:
 def _judge_speed(res: list[dict[str, Any]]) -> None:
     [r] = res
     assert r["traces"] == 24 and r["judge_errors"] == 0 and r["ms_per_trace"] > 0
+    assert r["written_traces"] == 12 and r["written_cpu_ms_per_trace"] > 0 and r["verdicts_per_s_cpu"] > 0
 
 
 def _variant_speed(res: list[dict[str, Any]]) -> None:
