@@ -36,6 +36,15 @@ _EN_PRICE = re.compile(
     rf" ({_EN_2DIGIT})(?![\w-])(?! (?:dollars?|bucks|cents?))", re.I)
 """Colloquial prices: "six ninety-nine" = $6.99, "twenty-nine twenty" = $29.20; after "down from" or
 "was", a single digit counts hundreds: "down from one twenty-nine" = $129."""
+_MONEY_CUE = (r"spend(?:ing)?|(?:orders?|purchases?|carts?|baskets?) (?:of|over|above)|going for|goes for|"
+              r"selling for|sells? for|priced at|costs?|retails? (?:for|at)|yours for")
+_EN_CUED = re.compile(
+    rf"\b({_MONEY_CUE}) ((?:about |around |roughly |only |just |(?:just |a bit |a touch )?(?:under|over) )?)"
+    rf"((?:{_EN_DIGIT})-{_EN_2DIGIT}|(?:{_EN_WORD})(?:(?:-| and | )(?:{_EN_WORD}))*)(?![\w-])"
+    rf"(?!\s?(?:{_EN_AFTER}))", re.I)
+"""A number word after a money verb is money: "spend thirty" = $30, "going for one-forty" = $140
+(a digit, a hyphen and tens: hundreds and tens)."""
+_EN_SLANG = re.compile(r"\ba (fiver|tenner)\b", re.I)
 _LIST_CUE = re.compile(r"(?:from|was|list(?: price)?|usually|normally|regular(?:ly)?|originally)\W*$", re.I)
 _EN_SPAN = re.compile(r"\b(?:a (?:full |whole )?month|one month)\b|\b(\d+) weeks?\b|\ba week\b", re.I)
 _ZH_SPAN = re.compile(r"一个?月|一个?(?:星期|礼拜)|一周")
@@ -111,6 +120,8 @@ def _zh_replace(m: re.Match[str]) -> str:
 def digits_for_words(text: str) -> str:
     """`text` with counted numbers in words written as digits (English and Chinese)."""
     text = _EN_PRICE.sub(_price, text)
+    text = _EN_SLANG.sub(lambda m: "$5" if m.group(1).lower() == "fiver" else "$10", text)
+    text = _EN_CUED.sub(_cued, text)
     text = _EN_ONLY.sub(lambda m: f"{m.group(1)} {_EN_UNITS[m.group(2).lower()]}", text)
     if _EN_NUMBER.search(text):
         text = _EN_NUMBER.sub(lambda m: str(_en_value(m.group(1))), text)
@@ -130,6 +141,17 @@ def _span_days(m: re.Match[str]) -> str:
     if m.group(1):
         return f"{7 * int(m.group(1))} days"
     return "7 days" if "week" in m.group(0).lower() else "30 days"
+
+
+def _cued(m: re.Match[str]) -> str:
+    phrase = m.group(3)
+    first, _, rest = phrase.partition("-")
+    digit = _EN_UNITS.get(first.lower(), 10)
+    if rest and digit < 10 and rest.lower().split("-")[0] in _EN_TENS:
+        value = digit * 100 + _en_value(rest)  # "one-forty": $140
+    else:
+        value = _en_value(phrase)
+    return f"{m.group(1)} {m.group(2)}${value}"
 
 
 def _price(m: re.Match[str]) -> str:

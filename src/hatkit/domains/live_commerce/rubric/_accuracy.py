@@ -12,6 +12,7 @@ from hatkit.harness import load_harness
 from ..variants import HARNESS_DIR
 from ._episode import PRICE_TOOLS
 from ._facts import _Agent, _ProductFacts
+from ._quantities import text_quantities
 from ._run import _RunBase
 from .claims import Claim, cents
 
@@ -33,6 +34,12 @@ def shipped_rules() -> Mapping[str, Any]:
 
 def _near(v: int, allowed: Iterable[int], tol: int) -> bool:
     return any(abs(v - a) <= tol for a in allowed)
+
+
+def _states_days(v: int, text: str) -> bool:
+    """`text` states a span of `v` days ("up to 7 days typical", "1 week")."""
+    return any(u is not None and u[0] == "time" and abs(x * u[1] - v * 1440) < 1
+               for x, u in text_quantities(text))
 
 
 def _money_text(c: int) -> str:
@@ -113,7 +120,8 @@ class _AccuracyChecks(_RunBase):
             allowed = (s.money | set(rules.values()) | {x for f in facts for x in
                                                         (*f.prices, *f.lists, *f.savings, *f.thresholds)})
             expected = "a price, saving, fee or threshold this episode supports"
-        ok = _near(v, allowed, self.tol)
+        ok = _near(v, allowed, self.tol) if not c.bound else any(
+            (0.9 if c.bound == "just_under" else 0.5) * v <= a <= v + self.tol for a in allowed)
         source = f"catalog:{c.product_id}.price" if c.role == "price" and c.product_id else "catalog+tools"
         self.chk(c, ok, "" if ok else expected, source)
 
@@ -159,7 +167,10 @@ class _AccuracyChecks(_RunBase):
     def _percent(self, c: Claim, facts: list[_ProductFacts]) -> None:
         v = c.value or 0.0
         promo = {x for f in facts for x in f.percents_promo}
-        if any(abs(v - x) < 0.6 for x in promo | self.scope.percents if x <= self.a.cap or x in promo):
+        marked = {round((1 - f.p.price / f.p.list_price) * 100, 1)
+                  for f in facts if f.p.list_price > f.p.price}
+        if any(abs(v - x) < 0.6 for x in marked) or any(  # 八五折: the marked-down price against the list
+                abs(v - x) < 0.6 for x in promo | self.scope.percents if x <= self.a.cap or x in promo):
             self.chk(c, True, "", "catalog+tools")
             return
         if v > self.a.cap:
@@ -179,7 +190,10 @@ class _AccuracyChecks(_RunBase):
         if c.high is not None or c.role == "delivery":
             ranges = {f.delivery for f in named}
             ranges |= self.scope.ranges
-            ok = (v, int(c.high)) in ranges if c.high is not None else any(v in rg for rg in ranges)
+            if c.bound == "max":  # "within two days": every delivery must make it
+                ok = bool(ranges) and all(hi <= int(c.high or 0) for _, hi in ranges)
+            else:
+                ok = (v, int(c.high)) in ranges if c.high is not None else any(v in rg for rg in ranges)
             exp = ", ".join(f"{lo}-{hi} days" for lo, hi in sorted(ranges)) or "no delivery range looked up"
             self.chk(c, ok, "" if ok else exp, "tool:get_shipping_info" if self.scope.shipping else "catalog")
             return
@@ -195,7 +209,8 @@ class _AccuracyChecks(_RunBase):
         needle = c.text.lower()
         windows = {f.window for f in named} | {d for f in named for d in f.delivery}
         ok = v in windows or any(needle in t for f in named for t in f.texts) or any(
-            needle in t for t in self.scope.texts)
+            needle in t for t in self.scope.texts) or any(  # "7天" for "up to 7 days typical"
+            _states_days(v, t) for t in (*(t for f in named for t in f.texts), *self.scope.texts))
         self.chk(c, ok, "" if ok else "a delivery, return or spec value of a product here", "catalog+tools")
 
     def _stock(self, c: Claim) -> None:
@@ -204,6 +219,8 @@ class _AccuracyChecks(_RunBase):
             totals, variants = s.stock_totals, s.stock_variants
             if c.value is None:
                 ok = any(t > 0 for t in totals)
+            elif c.high is not None:  # "a dozen or so": a range
+                ok = any(c.value <= t <= c.high for t in (*totals, *variants))
             elif c.value == 0:
                 ok = 0 in totals or 0 in variants
             else:

@@ -11,14 +11,20 @@ from ._run import _RunBase
 from .claims import Claim, find_products
 
 _ASK = {k: re.compile(v, re.I) for k, v in {
-    "price": r"how much|\bprice|on sale|what (?:does|do|would|will)\b.{0,40}\bcost|\bpay\b|多少钱|价格|价位|"
+    "price": r"how much|\bprice|on sale|what (?:does|do|would|will)\b.{0,40}\bcost|\bpay\b|"
+             r"\b(?:going|selling|sells|go) for\b|多少钱|价格|价位|"
              r"卖多少|什么价|原价|售价|打折",
-    "deals": r"\bdeals?\b|promo|coupon|\bcodes?\b|discount|\bstack|freebie|优惠|活动|促销|满减|赠品|折扣",
-    "stock": r"in stock|\bstock\b|availab|any left|\bleft\b|still got|do you have|have it|sold out|有货|库存|"
+    "deals": r"(?<!real )(?<!big )\bdeals?\b|promo|coupon|\bcodes?\b|discount|\bstack|freebie|"
+             r"优惠|活动|促销|满减|赠品|折扣",
+    "stock": r"in stock|\bstock\b|availab|any left|\bleft\b|still got|do you have|have it|sold out|"
+             r"\b(?:is|are)\b[^?.!]{1,40}\bin\s?\?|有货|库存|"
              r"还有吗|还有货|现货|还剩|能买吗|还有没有",
-    "delivery": r"how (?:many days|long|fast|soon)|deliver|arriv|when would|\bdays\b|"
+    "delivery": r"how (?:many days|long(?![^?.!]{0,40}\b(?:last|lasts|burn|burns|run|runs|play|hold|stay|"
+                r"stays|keep|keeps|go on a|charge)\b)|fast|soon)|deliver|arriv|when would|\bdays\b|"
                 r"几天|多久|时效|到货|送达|配送|多长时间",
-    "fee": r"\bfee\b|shipping cost|cost extra|\bfree\b|what'?s shipping|shipping (?:on|for|if)|"
+    "fee": r"\bfee\b|shipping cost|cost extra|(?:ship|deliver|postage)[^?.!]{0,30}\bfree\b|"
+           r"\bfree\b[^?.!]{0,30}(?:ship|deliver|postage)|"
+           r"what'?s shipping|shipping (?:on|for|if)|"
            r"运费|包邮|免邮|邮费",
     "returns": r"\breturn(?!ed\b)|refund|send (?:it |the \w+ )?back|money back|退",
     "escalation": r"refund|damaged|broken|\bwrong\b|money back|unacceptable|nobody answers|still waiting|"
@@ -47,6 +53,11 @@ _TOOL_ASPECTS = {
     "get_return_policy": "returns", "get_size_guide": "size", "escalate_to_human": "escalation",
     "get_product_details": "spec",
 }
+_IF_NOT_FIT = re.compile(r"\b(?:if|in case)\b[^?.!]{0,30}\b(?:doesn'?t|don'?t|does not|do not|won'?t)\s+fit|"
+                         r"不合适|不合身", re.I)
+_LASTS = re.compile(r"how long\b[^?.!]{0,40}\b(?:last|lasts|burn|burns|run|runs|play|hold|stay|stays|keep|"
+                    r"keeps|charge)\b|battery life|续航|能用多久|用多久|用满|持久|能烧多久|保质期", re.I)
+_LASTING_KEY = re.compile(r"batter|burn time|run time|wear time|shelf life|longevity", re.I)
 _DELIVERY_WORDS = re.compile(r"deliver|arriv|ship|送达|到货|配送|发货|寄|送到", re.I)
 
 
@@ -79,6 +90,12 @@ class _AskReader(_RunBase):
                 asked.append("returns")
         if "returns" in asked and "delivery" in asked and not _DELIVERY_WORDS.search(text):
             asked.remove("delivery")  # "how long do I have to return it?"
+        if "returns" in asked and "size" in asked and _IF_NOT_FIT.search(text):
+            asked.remove("size")  # "if it doesn't fit, can I send it back?" asks about returns
+        if _LASTS.search(text):  # "how long does it last / keep?": battery, burn or shelf life, not delivery
+            lasting = [f"spec:{k}" for pid in sorted(focus) if pid in self.lex.products
+                       for k in self.lex.products[pid].specs if _LASTING_KEY.search(k)]
+            asked += [a for a in lasting[:1] or ["spec"] if a not in asked]
         keys = self._spec_keys(text, focus)
         if "size" in asked and keys and not _ASK["size"].search(_blank_words(text, keys)):
             asked.remove("size")  # "what's the fit / dimensions of ...": a spec question

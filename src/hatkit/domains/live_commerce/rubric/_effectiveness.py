@@ -12,6 +12,7 @@ from ._episode import _Turn
 from ._facets import _FacetChecks
 from ._facts import _ProductFacts
 from ._promises import _DONE, _GRANT, _RETURN_YES
+from ._quantities import text_quantities
 from ._target import _TargetChecks
 from .claims import NEGATION, Claim, cents, find_products, money_values
 
@@ -86,8 +87,10 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         low = reply.lower()
         facts = self._facts(focus)
         money = [c for c in claims if c.kind == "money"]
-        if aspect == "price":
-            return float(any(c.role in ("price", "amount", "list") for c in money))
+        if aspect == "price":  # "express? how much?": the fee answers it
+            roles = ("price", "amount", "list", "fee") if _SHIP_WORDS.search(turn.user) else (
+                "price", "amount", "list")
+            return float(any(c.role in roles for c in money))
         if aspect == "saving":
             if not any(f.p.list_price > f.p.price for f in facts):
                 return 1.0
@@ -95,8 +98,9 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
                          or any(c.kind == "percent" and c.role == "discount" for c in claims))
         if aspect == "deals":
             return self._deals(low, claims, facts)
-        if aspect == "stock":
-            return float("stock" in kinds)
+        if aspect == "stock":  # a stock claim, or the counts check_stock gave ("Navy has 94")
+            counts = {n for n in (*self.scope.stock_variants, *self.scope.stock_totals) if n >= 2}
+            return float("stock" in kinds or any(int(x) in counts for x in _INT.findall(reply)))
         if aspect == "delivery":
             return float(any(c.kind == "days" and (c.high is not None or c.role == "delivery")
                              for c in claims))
@@ -125,7 +129,12 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
             values = [f.p.specs[key] for f in facts if key in f.p.specs] if key else [
                 v for f in facts for v in (*f.p.specs.values(), *_SENTENCE_SPLIT.split(f.p.description))
                 if v.strip()]
-            return float(any(_spec_in(v, low) for v in values)) if values else 1.0
+            if key:  # "battery" asked: "battery with ANC" answers it too
+                values += [v for f in facts for k, v in f.p.specs.items() if k != key and k.startswith(key)]
+            # "does it float?" needs more than a number of the product
+            loose = bool(key) or not _YES_NO_ASK.search(turn.user)
+            return float(any(_spec_in(v, low) or (loose and _same_quantity(v, reply)) for v in values)) \
+                if values else 1.0
         if aspect == "compare":
             return self._compare(low, claims, turn.user)
         if aspect == "claim":  # declining the claim, or saying what the product is, answers it
@@ -161,7 +170,9 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         fits = [g["fit"] for g in guides if "fit" in g]
         if not advice and not fits:
             return 1.0  # no size guide for this product: nothing more to state
-        got = any(_spec_in(a, low) or any(m.group(1) in low for m in _CM.finditer(a)) for a in advice)
+        said = {float(x) for x in _NUM.findall(low)}
+        got = any(_spec_in(a, low) or any(m.group(1) in low or _cm_in(m.group(1), said)
+                                          for m in _CM.finditer(a)) for a in advice)
         if not got:  # a spec question about fit or dimensions ("what's the fit of ...?")
             got = any(_spec_in(f.p.specs[k], low) for f in facts for k in self._spec_keys(user, {f.p.id}))
         if not fits:
@@ -222,6 +233,29 @@ _WORDS = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
 
 _ZH_FIT = {"runs small": "偏小", "runs large": "偏大", "true to size": "标准|正码|按平时", "slim": "修身",
            "relaxed": "宽松", "oversized": "宽松|oversize", "roomy": "宽松"}
+
+
+_YES_NO_ASK = re.compile(r"^\W*(?:does|do|is|are|can|will|would|could)\b|吗\s*[？?]?\s*$", re.I)
+_SHIP_WORDS = re.compile(r"ship|express|deliver|postage|运费|邮费|快递|加急", re.I)
+_INT = re.compile(r"(?<![\d.])\d+(?![\d.])")
+_NUM = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _cm_in(value: str, said: set[float]) -> bool:
+    """A size guide's "27.0" (or "96-101") stated as 27 (or 96): numbers compared, not strings."""
+    return any(float(x) in said for x in _NUM.findall(value))
+
+
+def _same_quantity(value: str, reply: str) -> bool:
+    """The reply states one of the spec value's quantities with its unit ("7天" for "up to 7 days",
+    "6小时" for "6 h"): a spec answered in other words or another language."""
+    want = [(v, u) for v, u in text_quantities(value) if u is not None and (u[0] != "count" or v >= 2)]
+    if not want:
+        return False
+    got = text_quantities(reply)
+    return any(g[1] is not None and g[1][0] == u[0]
+               and abs(g[0] * g[1][1] - v * u[1]) <= 0.01 * max(v * u[1], 1)
+               for v, u in want for g in got)
 
 
 def _zh_fit(fit: str, low: str) -> bool:

@@ -18,6 +18,18 @@ from functools import lru_cache
 from typing import Literal
 
 from ..catalog import Catalog, Product, load_catalog
+from ._cues import (
+    STOCK_IN,
+    STOCK_NUM,
+    STOCK_OUT,
+    ZH_DISCOUNT,
+    days_role,
+    kuai_is_count,
+    money_bound,
+    vague_stock,
+    within,
+    zh_discount_off,
+)
 
 Kind = Literal["money", "percent", "days", "stock", "returns", "free_shipping", "product", "coupon"]
 MoneyRole = Literal["price", "list", "saving", "fee", "threshold", "total", "amount"]
@@ -46,6 +58,9 @@ class Claim:
     """The clause around it negates or declines ("HACK90 is not a valid code")."""
     clause: tuple[int, int] = (0, 0)
     """Span of the clause (sentence part between . ! ? ; and their CJK forms) holding it."""
+    bound: str = ""
+    """An upper bound, not a value: money "under" / "just_under" ("just under $20"); days "max"
+    ("within two days": value 0, high 2)."""
 
 
 # ---- patterns ---------------------------------------------------------------------------------
@@ -56,37 +71,15 @@ _MONEY = (
                + r"\s?(?:dollars?|bucks|usd|美元|美金|元|块钱|块)(?![A-Za-z])", re.I),
 )
 _PERCENT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s?(?:%|％|\s?percent\b)", re.I)
-_ZH_DISCOUNT = re.compile(r"(?<![\d.])(\d(?:\.\d)?)\s?折")
 _DAY_UNIT = r"(?:business |working |calendar )?(?:days?\b|天|个?工作日)"
 _DAY_RANGE = re.compile(r"(?<![\d.])(\d{1,3})\s?(?:-|–|—|~|to|到|至)\s?(\d{1,3})\s?" + _DAY_UNIT, re.I)
 _DAY_ONE = re.compile(r"(?<![\d.])(\d{1,3})(?:\s?-\s?|\s)?" + _DAY_UNIT, re.I)
-_STOCK_NUM = (
-    re.compile(r"\bonly (\d+)(?: (?:units?|pieces?|pcs|items?|pairs?|sets?))? (?:left|remaining|in stock)\b",
-               re.I),
-    re.compile(r"\b(?:just|only) (\d+)\b(?=(?: [\w-]+){0,6}? (?:left|remaining|in stock)\b)", re.I),
-    re.compile(r"(?<![\d.$,])(\d+) (?:(?:units?|pieces?|pcs|items?|pairs?|sets?|bottles?|packs?|boxes) )?"
-               r"(?:in stock|left|available|remaining)\b"
-               r"(?! (?:sizes?|colou?rs?|options?|variants?|shades?|flavou?rs?|styles?))", re.I),
-    re.compile(r"\b(?:stock|inventory)(?: level| count)?(?: is| of)?\s?[:：]?\s?(\d+)\b", re.I),
-    re.compile(r"库存\s?(?:为|是|有|还有|只有|仅)?\s?[:：]?\s?(\d+)"),
-    re.compile(r"(?:还剩|还有|仅剩|只剩|剩余|剩下|现货)\s?(\d+)\s?(?:件|个|双|套|瓶|盒|支|份|包|条|台|顶)"),
-    re.compile(r"(?<![\d.])(\d+)\s?(?:件|个|双|套|瓶|盒|支|份|包|条|台|顶)(?:库存|现货|有货)"),
-)
-_STOCK_OUT = re.compile(r"\b(?:sold out|out of stock|not in stock|isn't in stock|is not in stock|no stock|"
-                        r"none left|no longer available|currently unavailable)\b|售罄|缺货|无货|没货|没有货|"
-                        r"卖完|断货|没有库存", re.I)
-_STOCK_IN = re.compile(r"\b(?:a (?:handful|dozen|few|bunch|couple(?: (?:dozen|of \w+))?)|plenty|lots|loads|"
-                       r"tons|dozens)\b(?: or so)?(?: [\w-]+){0,3}? (?:left|in stock|available|"
-                       r"on (?:the )?shelf|sitting there|in every size|to go around)\b|"
-                       r"还有(?:十几|几十|好多|很多|不少|一些|一堆)|"
-                       r"\b(?:in stock|in-stock|still available|available now|(?:is|are) available|"
-                       r"(?:we|we've|we still) (?:have|got) (?:it|them|some|plenty)|still have it)\b|"
-                       r"有货|有现货|现货|有库存", re.I)
 _NO_RETURNS = re.compile(r"\bno returns?\b|\bcan(?:no|')t be returned\b|\bnot returnable\b|"
                          r"\bnon-returnable\b|\bfinal sale\b|不支持退货|不能退|无法退|不可退|不接受退货",
                          re.I)
 _CONDITIONAL = re.compile(r"opened|used|worn|开封|拆封|使用过|用过", re.I)
-_FREE_SHIP = re.compile(r"\bfree (?:standard )?shipping\b|\bships? (?:for )?free\b|"
+_FREE_SHIP = re.compile(r"\bfree (?:standard )?shipping\b|"
+                        r"\bships? (?:(?:it|them|this|that|these) )?(?:for )?free\b|"
                         r"\bshipping(?:'s| is| will be| would be)? (?:totally |completely )?free\b|"
                         r"\bshipping\b(?:[^.!?;。！？；]|\.(?=\d)){0,40}?\bis free\b|"
                         r"\bshipping(?:'s| is) on us\b|\bfree delivery\b|"
@@ -120,9 +113,6 @@ _BEFORE_TOTAL = re.compile(r"(?:total|cart|subtotal|合计|总共|凑单|总价)
 _BEFORE_PRICE = re.compile(r"(?:price|cost|costs|\bonly|\bjust|now|售价|价格|卖|只要|仅需|现价|是)\s?"
                            r"(?:is|of|at|[:：])?\s?$", re.I)
 _DISCOUNT_CTX = re.compile(r"\boff\b|discount|coupon|\bcode\b|voucher|\bsale\b|\bdeal|折|优惠|券|减", re.I)
-_RETURN_CTX = re.compile(r"return|refund|send (?:it |them )?back|exchange|退|换货", re.I)
-_DELIVERY_CTX = re.compile(r"arriv|deliver|ship|transit|get (?:it|there)|"
-                           r"送达|到货|发货|配送|送到|能到|寄到|到达", re.I)
 _STOPWORDS = frozenset({"and", "for", "the", "with", "of", "in", "on", "a", "an", "to", "de"})
 
 
@@ -255,8 +245,8 @@ def extract_claims(text: str, lex: Lexicon | None = None) -> list[Claim]:
     found: list[Claim] = []
 
     def add(kind: Kind, m: re.Match[str], value: float | None, high: float | None = None,
-            exclusive: bool = True) -> None:
-        s, e = m.span()
+            exclusive: bool = True, span: tuple[int, int] | None = None) -> None:
+        s, e = span or m.span()  # a long stock phrase holds its number only (names may sit inside)
         if exclusive:
             if not _free(taken, s, e):
                 return
@@ -267,6 +257,8 @@ def extract_claims(text: str, lex: Lexicon | None = None) -> list[Claim]:
 
     for pat in _MONEY:
         for m in pat.finditer(text):
+            if kuai_is_count(text, m.start(), m.end()):
+                continue  # "还剩2块": two pieces, not two yuan
             whole, cents = m.group(1).replace(",", ""), m.group(2)
             add("money", m, float(f"{whole}.{cents}" if cents else whole))
     for m in _DAY_RANGE.finditer(text):
@@ -275,17 +267,17 @@ def extract_claims(text: str, lex: Lexicon | None = None) -> list[Claim]:
         add("days", m, float(m.group(1)))
     for m in _PERCENT.finditer(text):
         add("percent", m, float(m.group(1)))
-    for m in _ZH_DISCOUNT.finditer(text):
-        n = float(m.group(1))
-        if 0 < n < 10:
-            add("percent", m, round(100 - n * 10, 1))
-    for pat in _STOCK_NUM:
+    for m in ZH_DISCOUNT.finditer(text):
+        if (off := zh_discount_off(m.group(1))) is not None:
+            add("percent", m, off)
+    for pat in STOCK_NUM:
         for m in pat.finditer(text):
-            add("stock", m, float(m.group(1)))
-    for m in _STOCK_OUT.finditer(text):
+            add("stock", m, float(m.group(1)), span=m.span(1) if m.end() - m.start() > 12 else None)
+    for m in STOCK_OUT.finditer(text):
         add("stock", m, 0.0)
-    for m in _STOCK_IN.finditer(text):
-        add("stock", m, None)
+    for m in STOCK_IN.finditer(text):
+        vague = vague_stock(m.group(0))
+        add("stock", m, vague[0] if vague else None, vague[1] if vague else None)
     for m in _NO_RETURNS.finditer(text):
         cl = _clause_of(starts, text, m.start())
         if not _CONDITIONAL.search(text, cl[0], cl[1]):
@@ -322,9 +314,14 @@ def _assign_roles(text: str, claims: list[Claim], starts: list[int]) -> list[Cla
             role, pid = _money_role(text, c, cl, since, last_product.get(cl[0]))
             prev_end[cl[0]] = c.end
             last_product[cl[0]] = None  # an amount between a name and the next amount breaks the link
-            out.append(_with(c, role=role, product_id=pid))
+            bound = money_bound(text[max(0, c.start - 24):c.start])
+            out.append(_with(c, role=role, product_id=pid, bound=bound))
         elif c.kind == "days":
-            out.append(_with(c, role=_days_role(text, c, cl)))
+            drole = days_role(text, c.start, c.end, c.high is not None, cl)
+            if drole == "delivery" and c.high is None and within(text, c.start, c.end):
+                c = Claim(c.kind, c.text, c.start, c.end, 0.0, c.value, negated=c.negated, clause=c.clause,
+                          bound="max")  # "within two days": at most two
+            out.append(_with(c, role=drole))
         elif c.kind == "percent":
             disc = bool(_DISCOUNT_CTX.search(text, cl[0], cl[1]))
             out.append(_with(c, role="discount" if disc else "other"))
@@ -333,8 +330,9 @@ def _assign_roles(text: str, claims: list[Claim], starts: list[int]) -> list[Cla
     return out
 
 
-def _with(c: Claim, role: str, product_id: str | None = None) -> Claim:
-    return Claim(c.kind, c.text, c.start, c.end, c.value, c.high, role, product_id, c.negated, c.clause)
+def _with(c: Claim, role: str, product_id: str | None = None, bound: str = "") -> Claim:
+    return Claim(c.kind, c.text, c.start, c.end, c.value, c.high, role, product_id, c.negated, c.clause,
+                 bound or c.bound)
 
 
 def _money_role(text: str, c: Claim, cl: tuple[int, int], since: str, product: str | None,
@@ -363,20 +361,6 @@ def _money_role(text: str, c: Claim, cl: tuple[int, int], since: str, product: s
     if _BEFORE_PRICE.search(since):
         return "price", None
     return "amount", None
-
-
-def _days_role(text: str, c: Claim, cl: tuple[int, int]) -> str:
-    after = re.split(r"[,，、:：(（]", text[c.end:min(cl[1], c.end + 12)], maxsplit=1)[0]
-    if _RETURN_CTX.search(after):
-        return "return"
-    if _DELIVERY_CTX.search(after):
-        return "delivery"
-    before = text[cl[0]:c.start]
-    ret = max((m.end() for m in _RETURN_CTX.finditer(before)), default=-1)
-    dlv = max((m.end() for m in _DELIVERY_CTX.finditer(before)), default=-1)
-    if ret >= 0 or dlv >= 0:
-        return "return" if ret > dlv else "delivery"  # the nearer cue wins
-    return "delivery" if c.high is not None else "other"
 
 
 def of_kind(claims: Iterable[Claim], *kinds: Kind) -> list[Claim]:
