@@ -48,8 +48,16 @@ def verdict(user: str, calls: list[tuple[str, dict[str, Any], Any]], reply: str,
     return v.accuracy >= judge.thresholds["accuracy"], v.effectiveness >= judge.thresholds["effectiveness"]
 
 
+def all_stock(pid: str) -> dict[str, Any]:
+    p = PRODUCTS[pid]
+    vs = [{"sku": v.sku, "size": v.size, "color": v.color, "stock": v.stock} for v in p.variants]
+    return {"product_id": pid, "name": p.name, "variants": vs, "total_in_stock": sum(v["stock"] for v in vs)}
+
+
 SPEAKER = [("get_product_details", {"product_id": "EL-010"}, details("EL-010"))]
 PHONE = [("get_product_details", {"product_id": "EL-008"}, details("EL-008"))]
+PHONE_COLOURS = [*PHONE, ("check_stock", {"product_id": "EL-008"}, all_stock("EL-008"))]
+"""The colours come from the stock tool: a colour no tool returned is an unfounded detail."""
 
 
 @pytest.mark.parametrize(("user", "calls", "reply", "locale", "effective"), [
@@ -58,7 +66,7 @@ PHONE = [("get_product_details", {"product_id": "EL-008"}, details("EL-008"))]
     ("Boom Go speaker - what does it cost, and how long does the battery go?", SPEAKER,
      "The Boom Go Bluetooth Speaker is $79 and plays for 16 h on a charge.", "en", True),
     ("Nova 5G手机多少钱？有哪些颜色？", PHONE, "Nova 5G现在449美元，原价499美元。", "zh", False),
-    ("Nova 5G手机多少钱？有哪些颜色？", PHONE,
+    ("Nova 5G手机多少钱？有哪些颜色？", PHONE_COLOURS,
      "Nova 5G现在449美元，有Graphite和Glacier两种颜色。", "zh", True),
 ])
 def test_a_reply_that_drops_an_asked_fact_is_not_effective(user: str, calls: Any, reply: str, locale: str,
