@@ -18,6 +18,8 @@ from functools import lru_cache
 from typing import Literal
 
 from ..catalog import Catalog, Product, load_catalog
+from ._negation import NEGATION as NEGATION
+from ._negation import clause_before as clause_before
 
 Kind = Literal["money", "percent", "days", "stock", "returns", "free_shipping", "product", "coupon"]
 MoneyRole = Literal["price", "list", "saving", "fee", "threshold", "total", "amount"]
@@ -67,7 +69,7 @@ _STOCK_NUM = (
     re.compile(r"(?<![\d.$,])(\d+) (?:(?:units?|pieces?|pcs|items?|pairs?|sets?|bottles?|packs?|boxes) )?"
                r"(?:in stock|left|available|remaining)\b"
                r"(?! (?:sizes?|colou?rs?|options?|variants?|shades?|flavou?rs?|styles?))", re.I),
-    re.compile(r"\b(?:stock|inventory)(?: level| count)?(?: is| of)?\s?[:：]?\s?(\d+)\b", re.I),
+    re.compile(r"(?<![A-Za-z])(?:stock|inventory)(?: level| count)?(?: is| of)?\s?[:：=]?\s?(\d+)\b", re.I),
     re.compile(r"库存\s?(?:为|是|有|还有|只有|仅)?\s?[:：]?\s?(\d+)"),
     re.compile(r"(?:还剩|还有|仅剩|只剩|剩余|剩下|现货)\s?(\d+)\s?(?:件|个|双|套|瓶|盒|支|份|包|条|台|顶)"),
     re.compile(r"(?<![\d.])(\d+)\s?(?:件|个|双|套|瓶|盒|支|份|包|条|台|顶)(?:库存|现货|有货)"),
@@ -90,14 +92,15 @@ _FREE_SHIP = re.compile(r"\bfree (?:standard )?shipping\b|\bships? (?:for )?free
                         r"\bshipping(?:'s| is| will be| would be)? (?:totally |completely )?free\b|"
                         r"\bshipping\b(?:[^.!?;。！？；]|\.(?=\d)){0,40}?\bis free\b|"
                         r"\bshipping(?:'s| is) on us\b|\bfree delivery\b|"
+                        r"\bship (?:it|them|this|that)(?: \w+)? free\b|"
                         r"免运费|包邮|免邮|运费全免|不收运费", re.I)
+_SERVICE = re.compile(r"\b(?:express|shipping|delivery|pick-?up|gift wrap\w*|option)\b\W*(?:\w+\W+)?$|"
+                      r"加急|快递", re.I)
 _CODE = re.compile(r"(?<![A-Za-z0-9-])([A-Z][A-Z0-9]{3,19})(?![A-Za-z0-9-])")
 _CODE_CUE = re.compile(r"(?:code|coupon|voucher|promo|优惠码|优惠券|券|码)\s?[:：]?\s?$", re.I)
 _PRODUCT_ID = re.compile(r"(?<![A-Za-z0-9-])([A-Za-z]{2})-(\d{3})(?![A-Za-z0-9])")
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
 _CLAUSE_END = re.compile(r"[.!?](?=\s|$)|[;。！？；\n]")
-NEGATION = re.compile(r"\b(?:not?|never|cannot|can't|won't|isn't|doesn't|don't|aren't|invalid|unable|"
-                      r"sorry|decline|refuse)\b|n't\b|不|没|无法|无效|抱歉", re.I)
 
 # role cues: the text right after an amount, right before it (since the previous amount), or
 # anywhere earlier in its clause
@@ -229,13 +232,6 @@ def _clauses(text: str) -> list[int]:
     return [0] + [m.end() for m in _CLAUSE_END.finditer(text)]
 
 
-def clause_before(text: str, pos: int) -> str:
-    """The text from the start of the clause holding `pos` (after . ! ? ; or a newline, and
-    their CJK forms) up to `pos`: where a negation of what stands at `pos` would be."""
-    start = max(text.rfind(ch, 0, pos) for ch in ".!?。！？;；\n") + 1
-    return text[start:pos]
-
-
 def _clause_of(starts: list[int], text: str, pos: int) -> tuple[int, int]:
     k = bisect.bisect_right(starts, pos) - 1
     end = starts[k + 1] if k + 1 < len(starts) else len(text)
@@ -285,7 +281,8 @@ def extract_claims(text: str, lex: Lexicon | None = None) -> list[Claim]:
     for m in _STOCK_OUT.finditer(text):
         add("stock", m, 0.0)
     for m in _STOCK_IN.finditer(text):
-        add("stock", m, None)
+        if not _SERVICE.search(text[max(0, m.start() - 30):m.start()]):  # "express is available"
+            add("stock", m, None)
     for m in _NO_RETURNS.finditer(text):
         cl = _clause_of(starts, text, m.start())
         if not _CONDITIONAL.search(text, cl[0], cl[1]):
