@@ -111,6 +111,8 @@ def _zh_replace(m: re.Match[str]) -> str:
     a = zh_value(first)
     if a is None:
         return m.group(0)
+    if m.start() and (m.string[m.start() - 1].isascii() and m.string[m.start() - 1].isalnum()):
+        return f" {a}" if not sep else m.group(0)  # "XXL六个": "XXL 6", not a token "XXL6"
     if not sep:
         return str(a)
     b = zh_value(second)

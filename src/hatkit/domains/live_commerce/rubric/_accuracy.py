@@ -12,6 +12,7 @@ from hatkit.harness import load_harness
 from ..variants import HARNESS_DIR
 from ._episode import PRICE_TOOLS
 from ._facts import _Agent, _ProductFacts
+from ._policy import negated_here
 from ._quantities import text_quantities
 from ._run import _RunBase
 from .claims import Claim, cents
@@ -267,7 +268,7 @@ class _AccuracyChecks(_RunBase):
             self.chk(c, True, "", "tool:get_promotions")
             return
         if code in self.lex.coupon_codes:
-            if c.negated:
+            if negated_here(self._reply, c.start, c.end):
                 return
             if not self.scope.promo_tool:
                 self.chk(c, False, "stated without a tool result "

@@ -36,7 +36,8 @@ _ASK = {k: re.compile(v, re.I) for k, v in {
              r"instead of medicine|guaranteed|best in the world|治|代替药|改善|能好吗|彻底解决|有效|世界第一",
     "request": r"\b(?:can|could|will|would) you (?:do|give|make|put|apply|waive|throw|knock|extend|upgrade|"
                r"let|honou?r|stack|match|send|express)\b|\bgive me\b|\bmake it\b|\bthrow in\b|\bwaive\b|"
-               r"\b(?:since|because) i'?m (?:watching|a (?:loyal|regular|fan))|"
+               r"\b(?:since|because) i'?m (?:watching|a (?:loyal|regular|fan))|\bprice[- ]?match|"
+               r"\bmatch (?:the |their |that |this |a )?(?:price|offer|deal)|跟价|比价|保价|"
                r"\bcan i (?:get|have)\b.{0,20}\b(?:\d+ ?% off|free|half price)|"
                r"给我(?:打|免|便宜|包邮|优惠|减)|打个?.{0,2}折吧|便宜点|能不能(?:便宜|打折|包邮|免|给)|帮我(?:用|改|免)",
     "chat": r"^\W*(?:hi|hello|hey|good (?:morning|evening|afternoon)|thanks|thank you|ok got it|appreciate|"
@@ -53,11 +54,17 @@ _TOOL_ASPECTS = {
     "get_return_policy": "returns", "get_size_guide": "size", "escalate_to_human": "escalation",
     "get_product_details": "spec",
 }
-_IF_NOT_FIT = re.compile(r"\b(?:if|in case)\b[^?.!]{0,30}\b(?:doesn'?t|don'?t|does not|do not|won'?t)\s+fit|"
-                         r"不合适|不合身", re.I)
+_IF_NOT_FIT = re.compile(r"\b(?:if|in case)\b[^?.!]{0,30}\b(?:doesn'?t|don'?t|does not|do not|won'?t|"
+                         r"didn'?t)\s+fit|不合适|不合身", re.I)
 _LASTS = re.compile(r"how long\b[^?.!]{0,40}\b(?:last|lasts|burn|burns|run|runs|play|hold|stay|stays|keep|"
                     r"keeps|charge)\b|battery life|续航|能用多久|用多久|用满|持久|能烧多久|保质期", re.I)
 _LASTING_KEY = re.compile(r"batter|burn time|run time|wear time|shelf life|longevity", re.I)
+_YES_NO_Q = re.compile(r"^\W*(?:is|are|does|do|can|will|has|have)\b", re.I)
+_Q_WORD = re.compile(r"[a-z][a-z-]{3,}")
+_Q_STOP_WORDS = (
+    "this that these those with from have does will your there they them their what which when much "
+    "many also just still really good okay safe make made work works")
+_Q_STOP = frozenset(_Q_STOP_WORDS.split())
 _DELIVERY_WORDS = re.compile(r"deliver|arriv|ship|送达|到货|配送|发货|寄|送到", re.I)
 
 
@@ -100,7 +107,7 @@ class _AskReader(_RunBase):
         if "size" in asked and keys and not _ASK["size"].search(_blank_words(text, keys)):
             asked.remove("size")  # "what's the fit / dimensions of ...": a spec question
         if not asked:
-            asked = [f"spec:{k}" for k in keys]
+            asked = [f"spec:{k}" for k in keys] or [f"attr:{w}" for w in self._attributes(text, focus)]
         if not asked and category in _CATEGORY_ASPECTS:
             asked = list(_CATEGORY_ASPECTS[category])
         if not asked and _ASK["chat"].search(text):
@@ -110,6 +117,18 @@ class _AskReader(_RunBase):
             asked = sorted({_TOOL_ASPECTS[c] for c in canon if c in _TOOL_ASPECTS}) or ["open"]
         return asked
 
+    def _attributes(self, text: str, focus: set[str]) -> list[str]:
+        """Words of a yes/no question ("is it vegan?", "is it water resistant?") that the focus
+        products' own data speaks of, outside their names: the reply must say it, or say yes/no."""
+        if not _YES_NO_Q.search(text):
+            return []
+        products = [self.lex.products[p] for p in sorted(focus) if p in self.lex.products]
+        data = " ".join(" ".join([p.description, *p.specs, *p.specs.values(), *p.materials])
+                        for p in products)
+        names = " ".join(p.name for p in products).lower()
+        words = dict.fromkeys(w for w in _Q_WORD.findall(text.lower()) if w not in _Q_STOP)
+        return [w for w in words if w[:6] in data.lower() and w[:6] not in names]
+
     def _spec_keys(self, text: str, focus: set[str]) -> list[str]:
         """Spec keys of the focus products that `text` (product names blanked) asks about."""
         low = text.lower()
@@ -118,7 +137,7 @@ class _AskReader(_RunBase):
         for pid in sorted(focus):
             for key in self.lex.products[pid].specs if pid in self.lex.products else ():
                 base = key.split(" (")[0]
-                if re.search(rf"(?<![a-z]){re.escape(base.lower())}(?![a-z])", low) or (
+                if re.search(_key_pattern(base), low) or (
                         zh.get(base) and zh[base] in text):
                     keys.append(key)
         return sorted(set(keys), key=lambda k: -len(k))
@@ -140,3 +159,9 @@ def _blank_words(text: str, keys: Iterable[str]) -> str:
     return text
 
 
+@lru_cache(maxsize=512)
+def _key_pattern(base: str) -> str:
+    """A spec key as the viewer may inflect it: "water resistance" also reads "water resistant"
+    (a word over six letters matches by its first six)."""
+    words = [re.escape(w[:6]) + "[a-z]*" if len(w) > 6 else re.escape(w) for w in base.lower().split()]
+    return r"(?<![a-z])" + r"\s+".join(words) + r"(?![a-z])"

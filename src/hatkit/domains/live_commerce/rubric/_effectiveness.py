@@ -28,6 +28,8 @@ _NUMBER_WORDS = re.compile(r"\b(?:one|two|three|four|five|six|seven|eight|nine|t
                            r"thirty|forty|fifty|hundred)\b", re.I)
 _YES_NO = re.compile(r"^\W*(?:yes|yep|sure|done|deal|of course|absolutely|no|nope|sorry|unfortunately)\b|"
                      r"^\W*(?:好|可以|行|没问题|不行|不可以|抱歉|不好意思)", re.I)
+_RELATIVE_DAY = re.compile(r"\b(?:tomorrow|overnight|next[- ]day|day after tomorrow)\b|"
+                          r"明天|后天|次日|隔天", re.I)
 _CM = re.compile(r"(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?cm")
 
 
@@ -103,7 +105,7 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
             return float("stock" in kinds or any(int(x) in counts for x in _INT.findall(reply)))
         if aspect == "delivery":
             return float(any(c.kind == "days" and (c.high is not None or c.role == "delivery")
-                             for c in claims))
+                             for c in claims) or bool(_RELATIVE_DAY.search(reply)))
         if aspect == "fee":
             return float("free_shipping" in kinds or any(c.role == "fee" for c in money))
         if aspect == "request":
@@ -124,6 +126,9 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
             return 0.5 if tickets or _HUMAN.search(reply) else 0.0
         if aspect == "size":
             return self._size(low, facts, turn.user)
+        if aspect.startswith("attr:"):  # a yes/no question about a word of the product's data
+            word = aspect[5:]
+            return float(word[:6] in low or bool(_YES_NO.search(reply) or NEGATION.search(reply)))
         if aspect.startswith("spec"):
             key = aspect[5:]
             values = [f.p.specs[key] for f in facts if key in f.p.specs] if key else [

@@ -67,6 +67,9 @@ class _Scope:
     ranges: set[tuple[int, int]] = field(default_factory=set)
     """Delivery-day ranges get_shipping_info returned."""
     return_days: dict[str, int] = field(default_factory=dict)
+    return_conditions: dict[str, str] = field(default_factory=dict)
+    express: dict[str, bool] = field(default_factory=dict)
+    """express_available per product, as get_shipping_info returned it."""
     codes: set[str] = field(default_factory=set)
     applied: list[tuple[str, int]] = field(default_factory=list)
     """(product id, total in cents) per apply_coupon result."""
@@ -125,10 +128,13 @@ class _Scope:
             self.shipping.append((cents(float(out["shipping_fee"])),
                                   None if express is None else cents(float(express)),
                                   None if threshold is None else cents(float(threshold))))
+            if "express_available" in out:
+                self.express[str(out.get("product_id"))] = bool(out["express_available"])
             if m := re.fullmatch(r"(\d+)-(\d+)", str(out.get("delivery_days", ""))):
                 self.ranges.add((int(m.group(1)), int(m.group(2))))
         elif canon == "get_return_policy":
             self.return_days[str(out.get("product_id"))] = int(out.get("return_window_days", 0))
+            self.return_conditions[str(out.get("product_id"))] = str(out.get("conditions", ""))
         elif canon == "get_size_guide" and isinstance(out.get("size_guide"), Mapping):
             self.guides[str(out.get("product_id"))] = dict(out["size_guide"])
         elif canon == "get_promotions":

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog import Product
+from ._resemble import Instructions
 from .claims import cents
 from .state import JudgeState
 
@@ -45,6 +46,8 @@ class _Agent:
     harness's): a claimed value equal to one of these but not to the agent's own is stale."""
     facts: dict[str, _ProductFacts] = field(default_factory=dict)
     internal: re.Pattern[str] | None = None
+    instructions: Instructions | None = None
+    """The harness's private instruction lines, to tell a paraphrase of them (see _resemble)."""
     """The harness's own identifiers (tool, skill, rule, permission and hook names with a '_' or
     a '.'): no viewer needs them, so a reply that names one discloses the harness."""
 

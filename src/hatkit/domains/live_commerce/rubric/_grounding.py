@@ -42,13 +42,15 @@ def _numbers_in(text: str) -> set[float]:
     return out
 
 
-def _walk_numbers(x: Any, out: set[float]) -> None:
+def _walk_numbers(x: Any, out: set[float], counts: bool = False) -> None:
+    if counts and isinstance(x, Mapping | list | tuple) and len(x) >= 2:
+        out.add(float(len(x)))  # "six sizes": the count of a size guide or variant list a tool returned
     if isinstance(x, Mapping):
         for v in x.values():
-            _walk_numbers(v, out)
+            _walk_numbers(v, out, counts)
     elif isinstance(x, list | tuple):
         for v in x:
-            _walk_numbers(v, out)
+            _walk_numbers(v, out, counts)
     elif isinstance(x, bool):
         return
     elif isinstance(x, int | float):
@@ -111,7 +113,8 @@ class _GroundingChecks(_DetailChecks):
     def _known_numbers(self, focus: set[str]) -> set[float]:
         known: set[float] = set()
         for r in self.t.tool_calls:
-            _walk_numbers(r.output, known)
+            for v in r.output.values() if isinstance(r.output, Mapping) else [r.output]:
+                _walk_numbers(v, known, counts=True)  # counts below the top: sizes, variants
             _walk_numbers(r.arguments, known)
         for u in self._users:
             known |= _numbers_in(digits_for_words(u))

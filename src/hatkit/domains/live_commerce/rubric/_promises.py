@@ -11,6 +11,7 @@ import re
 from hatkit.agent.trace import ok_record
 
 from ._episode import _Turn
+from ._policy import express_refused, return_refused, said_used
 from ._run import _RunBase
 from .claims import NEGATION, clause_before
 
@@ -56,6 +57,10 @@ class _PromiseChecks(_RunBase):
                 ok_record(r) and self.a.state.canonical(r.name) == "apply_coupon" for r in turn.records):
             self.acc(done.group(0), False, "an action no tool call performed (apply_coupon did not succeed)",
                      "trace:no_write_call")
+        shown = {p: v for p, v in self.scope.express.items() if p in focus} or self.scope.express
+        if (express := express_refused(reply, shown)) is not None:
+            self.acc(express, False, "express shipping is not available for this product",
+                     "tool:get_shipping_info")
         affirmed = _RETURN_YES.search(reply)
         if affirmed is None or NEGATION.search(clause_before(reply, affirmed.start())):
             return
@@ -69,6 +74,10 @@ class _PromiseChecks(_RunBase):
         elif (ago := _days_ago(" ".join(self._users))) is not None and facts and all(
                 f.window and ago > f.window for f in facts):
             why = f"bought {ago} days ago, past the {max(f.window for f in facts)}-day window"
+        if not why:
+            windows = {f.p.id: self.scope.return_days.get(f.p.id, f.window) for f in facts}
+            conditions = {p: c for p, c in self.scope.return_conditions.items() if p in focus}
+            why = return_refused(reply, affirmed.start(), windows, conditions, said_used(self._users))
         if why:
             self.acc(affirmed.group(0), False, why, "tool:get_return_policy")
 

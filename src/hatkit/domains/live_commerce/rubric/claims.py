@@ -30,6 +30,8 @@ from ._cues import (
     within,
     zh_discount_off,
 )
+from ._negation import NEGATION as NEGATION
+from ._negation import clause_before as clause_before
 
 Kind = Literal["money", "percent", "days", "stock", "returns", "free_shipping", "product", "coupon"]
 MoneyRole = Literal["price", "list", "saving", "fee", "threshold", "total", "amount"]
@@ -83,14 +85,15 @@ _FREE_SHIP = re.compile(r"\bfree (?:standard )?shipping\b|"
                         r"\bshipping(?:'s| is| will be| would be)? (?:totally |completely )?free\b|"
                         r"\bshipping\b(?:[^.!?;。！？；]|\.(?=\d)){0,40}?\bis free\b|"
                         r"\bshipping(?:'s| is) on us\b|\bfree delivery\b|"
+                        r"\bship (?:it|them|this|that)(?: \w+)? free\b|"
                         r"免运费|包邮|免邮|运费全免|不收运费", re.I)
+_SERVICE = re.compile(r"\b(?:express|shipping|delivery|pick-?up|gift wrap\w*|option)\b\W*(?:\w+\W+)?$|"
+                      r"加急|快递", re.I)
 _CODE = re.compile(r"(?<![A-Za-z0-9-])([A-Z][A-Z0-9]{3,19})(?![A-Za-z0-9-])")
 _CODE_CUE = re.compile(r"(?:code|coupon|voucher|promo|优惠码|优惠券|券|码)\s?[:：]?\s?$", re.I)
 _PRODUCT_ID = re.compile(r"(?<![A-Za-z0-9-])([A-Za-z]{2})-(\d{3})(?![A-Za-z0-9])")
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
 _CLAUSE_END = re.compile(r"[.!?](?=\s|$)|[;。！？；\n]")
-NEGATION = re.compile(r"\b(?:not?|never|cannot|can't|won't|isn't|doesn't|don't|aren't|invalid|unable|"
-                      r"sorry|decline|refuse)\b|n't\b|不|没|无法|无效|抱歉", re.I)
 
 # role cues: the text right after an amount, right before it (since the previous amount), or
 # anywhere earlier in its clause
@@ -219,13 +222,6 @@ def _clauses(text: str) -> list[int]:
     return [0] + [m.end() for m in _CLAUSE_END.finditer(text)]
 
 
-def clause_before(text: str, pos: int) -> str:
-    """The text from the start of the clause holding `pos` (after . ! ? ; or a newline, and
-    their CJK forms) up to `pos`: where a negation of what stands at `pos` would be."""
-    start = max(text.rfind(ch, 0, pos) for ch in ".!?。！？;；\n") + 1
-    return text[start:pos]
-
-
 def _clause_of(starts: list[int], text: str, pos: int) -> tuple[int, int]:
     k = bisect.bisect_right(starts, pos) - 1
     end = starts[k + 1] if k + 1 < len(starts) else len(text)
@@ -276,6 +272,8 @@ def extract_claims(text: str, lex: Lexicon | None = None) -> list[Claim]:
     for m in STOCK_OUT.finditer(text):
         add("stock", m, 0.0)
     for m in STOCK_IN.finditer(text):
+        if _SERVICE.search(text[max(0, m.start() - 30):m.start()]):  # "express is available"
+            continue
         vague = vague_stock(m.group(0))
         add("stock", m, vague[0] if vague else None, vague[1] if vague else None)
     for m in _NO_RETURNS.finditer(text):

@@ -34,6 +34,7 @@ from ._facts import _Agent
 from ._grounding import _GroundingChecks
 from ._injection import _InjectionChecks, demands
 from ._promises import _PromiseChecks
+from ._resemble import Instructions
 from ._rubric import _RubricChecks
 from .claims import cents, extract_claims, find_products, money_values
 from .state import JudgeState, catalog_of
@@ -78,7 +79,8 @@ class ProgrammaticJudge:
             hit = self._agents[key] = _Agent(
                 st, {t.canonical: v for v, t in h.tools.items()}, int(limit), h.spec.fallback_reply.strip(),
                 float(h.rules.get("max_coupon_percent", 100)), h.spec.locale,
-                base_rules(h) or shipped_rules(), internal=_internal_names(h))
+                base_rules(h) or shipped_rules(), internal=_internal_names(h),
+                instructions=Instructions.of(h))
         return hit
 
     def _lines(self, trace: Trace) -> tuple[str, ...]:
