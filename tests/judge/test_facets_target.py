@@ -81,6 +81,8 @@ def test_facets_are_read_from_question_structure() -> None:
     assert asked_facets("运费多少？几天能到？") == ["delivery", "fee"]
     assert asked_properties("is it dishwasher safe?", []) == ["dishwasher safe"]
     assert asked_properties("how much are the almonds?", ["price"]) == []
+    assert asked_properties("能用电磁炉吗？", []) == ["能用电磁炉"]
+    assert asked_properties("这款耳机现在能买吗？几天到？", []) == []  # availability: a stock question
 
 
 def test_products_are_named_by_brand_words_and_chinese_kinds() -> None:

@@ -84,6 +84,8 @@ _PROPERTY = re.compile(r"(?:^|[.?!,:;]\s*)(?:is|are|does|do|can|will)\s+(?:it|th
                        r"([a-z][a-z\- ]{3,30}?)(?=\?|$|,| and\b| or\b)|"
                        r"\b(?:ok|okay|good|safe|suitable) for ([a-z][a-z ]{2,20}?)(?=\?|$|,)|"
                        r"([\u4e00-\u9fff]{2,6})(?:吗|么)", re.I)
+_ZH_AVAILABILITY = re.compile(r"买|下单|有货|还有|拍下|抢|发货|到货")
+"""A zh yes/no question about buying or availability ("现在能买吗") is a stock question, not a property."""
 _STOP = frozenset({"this", "that", "with", "have", "there", "still", "come", "work", "good", "okay",
                    "available", "stock", "returnable", "cost", "free", "left", "sold", "ship"})
 
@@ -105,6 +107,8 @@ def asked_properties(text: str, asked: Iterable[str]) -> list[str]:
         if not words or any(p.search(words) for p in _ASKED.values()):
             continue  # a facet's own question, already read
         if words.isascii() and not [w for w in words.lower().split() if len(w) > 3 and w not in _STOP]:
+            continue
+        if not words.isascii() and _ZH_AVAILABILITY.search(words):
             continue
         out.append(words)
     return out
