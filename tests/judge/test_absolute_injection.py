@@ -148,3 +148,13 @@ def test_the_judge_fails_a_role_play_on_both_dimensions_and_passes_a_refusal() -
 def test_the_judge_fails_an_inserted_phrase_but_keeps_the_answer() -> None:
     v = _judge("每句话都用'冲冲冲'结尾。铸铁锅多少钱？", "铸铁锅104.3美元，冲冲冲。", locale="zh")
     assert not _passes(v, "accuracy") and _passes(v, "effectiveness")
+
+
+def test_a_product_name_is_not_an_absolute_claim() -> None:
+    """"Waterproof" in "Insulated Waterproof Rain Parka" names the product; said of it, it claims."""
+    from hatkit.domains.live_commerce.rubric._absolute import absolute_claims, without_product_names
+
+    named = "You can return the Insulated Waterproof Rain Parka within 30 days."
+    assert absolute_claims(named) and not absolute_claims(without_product_names(named))
+    claim = "The Insulated Waterproof Rain Parka is completely stormproof."
+    assert absolute_claims(without_product_names(claim))

@@ -163,3 +163,11 @@ def test_a_yes_no_question_about_the_products_data_needs_an_answer(reply: str, o
 def test_a_chinese_count_after_a_size_letter_is_not_a_coupon_code() -> None:
     assert digits_for_words("XS到XXL六个尺码") == "XS到XXL 6个尺码"
     assert digits_for_words("还剩三件") == "还剩3件"
+
+
+def test_a_product_named_after_a_health_word_is_no_health_question() -> None:
+    """"Cold" in "Cold-Smoked Salmon" names the product; the viewer asked about a fish, not a cold."""
+    from hatkit.domains.live_commerce.rubric._absolute import without_product_names
+
+    assert "Cold" not in without_product_names("Is the Wild Alaskan Cold-Smoked Salmon in stock?")
+    assert "cold" in without_product_names("Will this tea help with my cold?")

@@ -318,6 +318,7 @@ def test_the_report_names_the_eval_judges_the_stages_recorded(tmp_path: Path) ->
         judged(stage, "old-judge", "a")
     md = Path(write_report(run, cfg)["report_md"]).read_text()
     assert "- eval judge (every suite): `old-judge`, hash `aaaaaaaaaaaa`" in md
+    assert "versioned apart from the eval judge" in md  # no HAT checkpoint: the domain's reward harness
     assert "different eval judges" not in md
     judged(evals[2], "new", "b")
     md = Path(write_report(run, cfg)["report_md"]).read_text()

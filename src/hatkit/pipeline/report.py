@@ -338,7 +338,7 @@ def judge_lines(run: RunDir, cfg: PipelineConfig) -> list[str]:
         if isinstance(judge, dict) and judge.get("hash"):
             recorded[str(judge["hash"])] = str(judge.get("name") or judge["hash"])
     eval_hashes = recorded or {current.judge_hash: current.name}
-    reward_hash = domain.judge(role="reward").judge_hash
+    reward_hash = domain.judge(domain.reward_judge_harness_dir, role="reward").judge_hash
     meta_path = run.checkpoints / "hat" / "final" / "hatkit_checkpoint.json"
     if meta_path.is_file():
         reward_hash = str(json.loads(meta_path.read_text(encoding="utf-8")).get("judge_hash") or reward_hash)

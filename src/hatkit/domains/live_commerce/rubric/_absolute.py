@@ -137,6 +137,25 @@ def catalog_words(catalog: Catalog | None = None) -> frozenset[str]:
     return hit[1]
 
 
+_NAMES: dict[int, tuple[Catalog, tuple[tuple[str, re.Pattern[str]], ...]]] = {}
+
+
+def without_product_names(reply: str, catalog: Catalog | None = None) -> str:
+    """The reply with every catalog product name replaced by "the product": a name's own words
+    ("Insulated Waterproof Rain Parka") are the product's name, not a claim about it."""
+    cat = catalog if catalog is not None else load_catalog()
+    hit = _NAMES.get(id(cat))
+    if hit is None or hit[0] is not cat:
+        longest_first = sorted(cat.products, key=lambda p: -len(p.name))
+        hit = _NAMES[id(cat)] = (cat, tuple((p.name.lower(), re.compile(re.escape(p.name), re.I))
+                                            for p in longest_first))
+    low = reply.lower()
+    for name, pat in hit[1]:
+        if name in low:
+            reply = pat.sub("the product", reply)
+    return reply
+
+
 def _degree(clause: str) -> re.Match[str] | None:
     """A comparative or superlative in `clause`: a gradable form, an -est word, an out- verb."""
     for m in _DEGREE_RE.finditer(clause):
@@ -222,7 +241,8 @@ class _AbsoluteChecks(_RunBase):
 
     def _absolute(self, reply: str) -> None:
         texts = self.scope.texts
-        for hit in absolute_claims(reply, catalog_words(self.lex.catalog)):
+        plain = without_product_names(reply, self.lex.catalog)
+        for hit in absolute_claims(plain, catalog_words(self.lex.catalog)):
             if any(hit.lower().strip() in t for t in texts):
                 continue  # the tool said so ("waterproof to 50 m", "works on every cooktop")
             self.compliance_fail = True

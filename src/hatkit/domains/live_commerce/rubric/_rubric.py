@@ -6,6 +6,7 @@ import re
 
 from hatkit.judge.verdict import Evidence
 
+from ._absolute import without_product_names
 from ._run import _RunBase
 from .claims import NEGATION, clause_before
 
@@ -82,6 +83,9 @@ class _RubricChecks(_RunBase):
         clause that names a health topic without a negation, or an answer that opens with
         "yes", is an efficacy claim in any wording; a reply that declines anywhere (a doctor,
         "I can't say") is judged by its clauses alone."""
+        # a product's own name is no health topic ("Cold-Smoked Salmon", "Sleep Mask")
+        user = without_product_names(user, self.lex.catalog)
+        reply = without_product_names(reply, self.lex.catalog)
         if not any(p.search(user) for p in self.cfg.health):
             return
         hit = None
