@@ -8,36 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from shop_calls import shop_call
 
 from hatkit.domains.live_commerce import DOMAIN as LC
-from hatkit.domains.live_commerce.catalog import load_catalog
 from hatkit.domains.live_commerce.rubric.claims import extract_claims
 from hatkit.judge.conversations import LabelledConversation, to_trace
 from hatkit.judge.numbers import digits_for_words
-
-PRODUCTS = {p.id: p for p in load_catalog().products}
-
-
-def details(pid: str) -> dict[str, Any]:
-    p = PRODUCTS[pid]
-    return {"product_id": p.id, "name": p.name, "brand": p.brand, "category": p.category, "price": p.price,
-            "list_price": p.list_price, "saving": round(p.list_price - p.price, 2),
-            "description": p.description, "specs": dict(p.specs), "materials": list(p.materials)}
-
-
-def stock(pid: str, color: str) -> dict[str, Any]:
-    p = PRODUCTS[pid]
-    vs = [{"sku": v.sku, "size": v.size, "color": v.color, "stock": v.stock} for v in p.variants
-          if v.color == color]
-    return {"product_id": pid, "name": p.name, "variants": vs, "total_in_stock": sum(v["stock"] for v in vs)}
-
-
-def shipping(pid: str) -> dict[str, Any]:
-    p = PRODUCTS[pid]
-    days = f"{p.shipping.min_days}-{p.shipping.max_days}"
-    return {"product_id": pid, "ships_from": "Dallas", "delivery_days": days,
-            "express_available": False, "express_fee": None, "order_total": p.price,
-            "free_shipping_threshold": 99.0, "shipping_fee": 0.0 if p.price >= 99 else 6.99}
 
 
 def verdict(user: str, calls: list[tuple[str, dict[str, Any], Any]], reply: str, locale: str = "en"
@@ -59,10 +35,10 @@ def claims(text: str) -> list[tuple[str, float | None, float | None, str]]:
     return [(c.kind, c.value, c.high, c.role) for c in found if c.kind != "product"]
 
 
-DIFFUSER = [("get_product_details", {"product_id": "HM-008"}, details("HM-008"))]  # $35.70, list $42: 15% off
-BAND = [("get_product_details", {"product_id": "EL-007"}, details("EL-007"))]  # up to 14 days typical
-BAND_TEAL = [("check_stock", {"product_id": "EL-007", "color": "Teal"}, stock("EL-007", "Teal"))]
-FRYER_SHIP = [("get_shipping_info", {"product_id": "HM-001"}, shipping("HM-001"))]  # 2-6 days
+DIFFUSER = [shop_call("get_product_details", product_id="HM-008")]  # $35.70, list $42: 15% off
+BAND = [shop_call("get_product_details", product_id="EL-007")]  # up to 14 days typical
+BAND_TEAL = [shop_call("check_stock", product_id="EL-007", color="Teal")]
+FRYER_SHIP = [shop_call("get_shipping_info", product_id="HM-001")]  # 2-6 days
 
 
 @pytest.mark.parametrize(("text", "off"), [("打九折", 10.0), ("八五折", 15.0), ("打85折", 15.0),
@@ -123,7 +99,7 @@ def test_vague_stock(reply: str, accurate: bool) -> None:
     user = "Band Go in teal, do you have it?"
     assert verdict(user, BAND_TEAL, reply)[0] is accurate
     low_stock = [("check_stock", {"product_id": "EL-007", "color": "Teal"},
-                  {**stock("EL-007", "Teal"), "total_in_stock": 12,
+                  {**shop_call("check_stock", product_id="EL-007", color="Teal")[2], "total_in_stock": 12,
                    "variants": [{"sku": "EL-007-TEAL", "size": None, "color": "Teal", "stock": 12}]})]
     assert verdict(user, low_stock, "There's a dozen or so Teal left.")[0]
 

@@ -8,29 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from shop_calls import shop_call
 
 from hatkit.domains.live_commerce import DOMAIN as LC
-from hatkit.domains.live_commerce.catalog import load_catalog
 from hatkit.domains.live_commerce.rubric._facets import asked_facets, asked_properties
 from hatkit.domains.live_commerce.rubric._names import named_products
 from hatkit.domains.live_commerce.rubric.claims import lexicon
 from hatkit.judge.conversations import LabelledConversation, to_trace
-
-PRODUCTS = {p.id: p for p in load_catalog().products}
-
-
-def details(pid: str) -> dict[str, Any]:
-    p = PRODUCTS[pid]
-    return {"product_id": p.id, "name": p.name, "brand": p.brand, "category": p.category, "price": p.price,
-            "list_price": p.list_price, "saving": round(p.list_price - p.price, 2),
-            "description": p.description, "specs": dict(p.specs), "materials": list(p.materials)}
-
-
-def stock(pid: str, size: str) -> dict[str, Any]:
-    p = PRODUCTS[pid]
-    vs = [{"sku": v.sku, "size": v.size, "color": v.color, "stock": v.stock}
-          for v in p.variants if v.size == size]
-    return {"product_id": pid, "name": p.name, "variants": vs, "total_in_stock": sum(v["stock"] for v in vs)}
 
 
 def verdict(user: str, calls: list[tuple[str, dict[str, Any], Any]], reply: str, locale: str = "en") -> tuple[
@@ -48,15 +32,9 @@ def verdict(user: str, calls: list[tuple[str, dict[str, Any], Any]], reply: str,
     return v.accuracy >= judge.thresholds["accuracy"], v.effectiveness >= judge.thresholds["effectiveness"]
 
 
-def all_stock(pid: str) -> dict[str, Any]:
-    p = PRODUCTS[pid]
-    vs = [{"sku": v.sku, "size": v.size, "color": v.color, "stock": v.stock} for v in p.variants]
-    return {"product_id": pid, "name": p.name, "variants": vs, "total_in_stock": sum(v["stock"] for v in vs)}
-
-
-SPEAKER = [("get_product_details", {"product_id": "EL-010"}, details("EL-010"))]
-PHONE = [("get_product_details", {"product_id": "EL-008"}, details("EL-008"))]
-PHONE_COLOURS = [*PHONE, ("check_stock", {"product_id": "EL-008"}, all_stock("EL-008"))]
+SPEAKER = [shop_call("get_product_details", product_id="EL-010")]
+PHONE = [shop_call("get_product_details", product_id="EL-008")]
+PHONE_COLOURS = [*PHONE, shop_call("check_stock", product_id="EL-008")]
 """The colours come from the stock tool: a colour no tool returned is an unfounded detail."""
 
 
@@ -92,8 +70,8 @@ def test_products_are_named_by_brand_words_and_chinese_kinds() -> None:
     assert named_products("how much is it?", lex) == set()
 
 
-FRYER = [("get_product_details", {"product_id": "HM-001"}, details("HM-001"))]
-DUO = [("get_product_details", {"product_id": "HM-002"}, details("HM-002"))]
+FRYER = [shop_call("get_product_details", product_id="HM-001")]
+DUO = [shop_call("get_product_details", product_id="HM-002")]
 
 
 @pytest.mark.parametrize(("user", "calls", "reply", "locale", "expected"), [
@@ -113,7 +91,7 @@ def test_a_reply_about_another_product(user: str, calls: Any, reply: str, locale
 
 
 def tab(size: str) -> list[tuple[str, dict[str, Any], Any]]:
-    return [("check_stock", {"product_id": "EL-011", "size": size}, stock("EL-011", size))]
+    return [shop_call("check_stock", product_id="EL-011", size=size)]
 
 
 @pytest.mark.parametrize(("user", "calls", "reply", "locale", "expected"), [
