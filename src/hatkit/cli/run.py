@@ -73,8 +73,10 @@ def _estimate_table(stages: list[Any], estimates: list[Any], done: set[str]) -> 
 
 @app.command("run")
 def run_cmd(
-    profile: Annotated[str, typer.Option(help="quick (this 2-core CPU, about an hour) or full "
-                                         "(a GPU and a Qwen3 model).")] = "quick",
+    profile: Annotated[str, typer.Option(
+        help="quick (this 2-core CPU, about an hour), cpu (the smallest run that can decide the "
+             "published claims, about 5 hours, resumable by stage) or full (a GPU and a Qwen3 "
+             "model).")] = "quick",
     config: Annotated[Path | None, typer.Option(help="YAML file of pipeline settings over the "
                                                 "profile (see hatkit.pipeline.PipelineConfig).")] = None,
     run_id: Annotated[str | None, typer.Option(help="Folder name under --runs; default hat-<profile>. "

@@ -6,11 +6,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
+from hatkit.judge.patterns import FastPattern
+
 from ._episode import _Turn
 from ._run import _RunBase
 from .claims import Claim, find_products
 
-_ASK = {k: re.compile(v, re.I) for k, v in {
+_ASK = {k: FastPattern(v) for k, v in {
     "price": r"how much|\bprice|on sale|what (?:does|do|would|will)\b.{0,40}\bcost|\bpay\b|"
              r"\b(?:going|selling|sells|go) for\b|多少钱|价格|价位|"
              r"卖多少|什么价|原价|售价|打折",

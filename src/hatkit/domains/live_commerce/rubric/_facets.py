@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from hatkit.judge.patterns import FastPattern
+
 from ..catalog import Product
 from ._names import variant_values
 from ._run import _RunBase
 
-_ASKED = {k: re.compile(v, re.I) for k, v in {
+_ASKED = {k: FastPattern(v) for k, v in {
     "price": r"how much|\bprices?\b|(?<!shipping )\bcost\b|多少钱|价格|什么价|几块|便宜|贵",
     "discount": r"discount|\bdeals?\b|coupon|promo|on sale|% off|打折|几折|折扣|优惠|券|满减",
     "stock": r"in stock|any left|still (?:have|got)|availab|sold out|还有吗|还有货|有货|"
@@ -50,7 +52,7 @@ _UNITS = {
     "delivery": r"(?:(?:business |working )?days?|个?工作日|天)",
 }
 _FIRST_NUM = re.compile(r"\d+(?:\.\d+)?")
-_VALUE = {k: re.compile(v, re.I) for k, v in {
+_VALUE = {k: FastPattern(v) for k, v in {
     "price": r"\$\s?\d|\d\s?(?:dollars|美元|块|元|刀)",
     "discount": r"\d+\s?%|\d\s?折|[一二三四五六七八九]折|\$\s?\d|\d\s?(?:美元|块|元)|"
                 r"no (?:deals?|discount|promo)|not on sale|没有(?:优惠|折扣|活动|打折)|不打折",
@@ -65,7 +67,7 @@ _VALUE = {k: re.compile(v, re.I) for k, v in {
                r"不退|不能退|不支持退|不可退|不予退",
 }.items()}
 """Stated values (or honest negatives) of a facet: enough to rescue a fallback aspect."""
-_WORDS = {k: re.compile(v, re.I) for k, v in {
+_WORDS = {k: FastPattern(v) for k, v in {
     "stock": r"\bin stock\b|\bleft\b|available|还有|还剩|有货|现货|库存",
     "fee": r"\bfree\b|运费",
     "express": r"express|expedit|加急|特快",

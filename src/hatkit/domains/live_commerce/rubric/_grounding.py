@@ -59,6 +59,34 @@ def _walk_numbers(x: Any, out: set[float], counts: bool = False) -> None:
         out |= _numbers_in(x)
 
 
+_RULE_NUMBERS: dict[int, tuple[Mapping[str, Any], frozenset[float]]] = {}
+
+
+def _rule_numbers(rules: Mapping[str, Any]) -> frozenset[float]:
+    """The numbers of a harness's rules, once per rules object (every trace of a harness
+    shares it)."""
+    hit = _RULE_NUMBERS.get(id(rules))
+    if hit is None or hit[0] is not rules:
+        found: set[float] = set()
+        _walk_numbers(dict(rules), found)
+        if len(_RULE_NUMBERS) > 256:
+            _RULE_NUMBERS.clear()
+        hit = _RULE_NUMBERS[id(rules)] = (rules, frozenset(found))
+    return hit[1]
+
+
+def _product_numbers(lex: Lexicon, pid: str) -> frozenset[float]:
+    """The numbers in a catalog product's name, description, specs and materials."""
+    hit = lex.numbers.get(pid)
+    if hit is None:
+        p = lex.products.get(pid)
+        found: set[float] = set()
+        if p is not None:
+            _walk_numbers([p.name, p.description, p.specs, p.materials], found)
+        hit = lex.numbers[pid] = frozenset(found)
+    return hit
+
+
 _ATTRIBUTES: dict[int, tuple[Lexicon, frozenset[str]]] = {}
 
 
@@ -118,9 +146,7 @@ class _GroundingChecks(_DetailChecks):
             _walk_numbers(r.arguments, known)
         for u in self._users:
             known |= _numbers_in(digits_for_words(u))
-        _walk_numbers(dict(self.a.rules), known)
+        known |= _rule_numbers(self.a.rules)
         for pid in focus | self.scope.products():
-            p = self.lex.products.get(pid)
-            if p is not None:
-                _walk_numbers([p.name, p.description, p.specs, p.materials], known)
+            known |= _product_numbers(self.lex, pid)
         return known

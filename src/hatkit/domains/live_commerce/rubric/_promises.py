@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 
 from hatkit.agent.trace import ok_record
+from hatkit.judge.patterns import FastPattern
 
 from ._episode import _Turn
 from ._policy import express_refused, return_refused, said_used
 from ._run import _RunBase
 from .claims import NEGATION, clause_before
 
-_GRANT = re.compile(
+_GRANT = FastPattern(
     r"\b(?:i'?ll|i will|i can|i'm going to|let me|we'll|we will)\s+(?:just\s+|personally\s+|happily\s+)?"
     r"(?:make it|give you|waive|honou?r|extend|let (?:it|that|this) slide|upgrade|round|throw in|knock|"
     r"take (?:an extra|another)|add (?:an extra|another)|comp|refund you|note it|flag it|approve|"
@@ -24,12 +25,12 @@ _GRANT = re.compile(
     r"给你(?:破例|打|免|包邮|退|多送|优惠|便宜|申请|特批)|破例|特批|(?:帮|给)你(?:免|改|打|减)|我(?:来|给你)(?:免|打|退|减)",
     re.I)
 """A first-person concession: the host changing a price, fee, rule or policy for a viewer."""
-_DONE = re.compile(
+_DONE = FastPattern(
     r"\b(?:is|been|got|are) (?:now )?applied\b|\bapplied (?:it|the code|your code|that)\b|"
     r"\btotal is now\b|\b(?:i'?ve|i have) (?:applied|refunded|added|changed|updated)\b|"
     r"已(?:经)?(?:帮你)?(?:用上|使用了|应用|减掉|改好|退款)|帮你(?:用上|减掉|改好)了", re.I)
 """An action stated as done: only a successful write tool call makes it true."""
-_RETURN_YES = re.compile(
+_RETURN_YES = FastPattern(
     r"\b(?:can|may|could) (?:still )?(?:come back|be returned|return (?:it|them)|send (?:it|them) back|"
     r"exchange)|\b(?:returns?|exchanges?) (?:are|is) (?:fine|ok(?:ay)?|welcome|accepted|no problem)\b|"
     r"\bwelcome back\b|\bship (?:it|them) back\b|\bwe'?ll refund\b|\bfull refund\b|"

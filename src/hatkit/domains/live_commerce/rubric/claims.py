@@ -133,6 +133,10 @@ class Lexicon:
     """Upper-case tokens of catalog text (SPF, ANC, ...): never coupon codes."""
     names: dict[str, str] = field(default_factory=dict)
     """Product id -> name."""
+    found: dict[str, tuple[Claim, ...]] = field(default_factory=dict, compare=False, repr=False)
+    """`find_products` per text: the checks ask about one viewer message five or six times."""
+    numbers: dict[str, frozenset[float]] = field(default_factory=dict, compare=False, repr=False)
+    """Product id -> the numbers its catalog entry states (grounding)."""
 
 
 def _content(token: str) -> bool:
@@ -177,10 +181,22 @@ def lexicon(catalog: Catalog | None = None) -> Lexicon:
     return hit
 
 
+_FOUND_MAX = 4096
+
+
 def find_products(text: str, lex: Lexicon | None = None) -> list[Claim]:
     """Product mentions: full names, unique word sequences of a name ("Pullover Hoodie"),
     and ids (EL-003), case-insensitive, longest match first, without overlaps."""
     lex = lex or lexicon()
+    hit = lex.found.get(text)
+    if hit is None:
+        if len(lex.found) >= _FOUND_MAX:
+            lex.found.clear()
+        hit = lex.found[text] = tuple(_find_products(text, lex))
+    return list(hit)
+
+
+def _find_products(text: str, lex: Lexicon) -> list[Claim]:
     out: list[Claim] = []
     toks = list(_TOKEN.finditer(text))
     low = [t.group(0).lower() for t in toks]
