@@ -123,13 +123,23 @@ def _eval_turns(res: list[dict[str, Any]]) -> None:
     assert r["modes"]["off"]["row_hits"] == 0 and r["identical_replies"] is not None
 
 
+def _precision_quality(res: list[dict[str, Any]]) -> None:
+    [r] = res
+    assert r["model"] == "tiny" and r["n"] == 2 and r["fp32"]["s_per_item"] > 0
+    for prec in ("int8", "bf16"):
+        row = r[prec]
+        assert row["lo"] <= row["diff"] <= row["hi"] and row["won"] + row["lost"] <= 2
+        assert 0 <= row["identical_replies"] <= 1 and 0 <= row["leading_token_agreement"] <= 1
+        assert row["speedup"] > 0 and row["not_worse"] == (row["lo"] >= r["bar"])
+
+
 SMOKE: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "latency": _latency, "local_episodes": _local_episodes, "runtime_overhead": _runtime_overhead,
     "sft_throughput": _sft_throughput, "sft_shared_prefix": _sft_shared_prefix,
     "sft_precision": _sft_precision,
     "sim_throughput": _sim_throughput, "judge_speed": _judge_speed, "variant_speed": _variant_speed,
     "parse_speed": _parse_speed, "history_replay": _history_replay, "decode": _decode,
-    "eval_turns": _eval_turns,
+    "eval_turns": _eval_turns, "precision_quality": _precision_quality,
 }
 
 
