@@ -19,6 +19,7 @@ FOLDER = DOMAINS / "live_commerce" / "calibration"
 FAMILIES = FOLDER / "heldout_families.jsonl"
 FOOD = DOMAINS / "food_delivery" / "calibration" / "labelled.jsonl"
 DEV = FOLDER / "dev_families.jsonl"
+ROUND2 = FOLDER / "heldout_families_r2.jsonl"
 
 
 @pytest.mark.parametrize("path", [FAMILIES, FOOD], ids=["live_commerce", "food_delivery"])
@@ -37,6 +38,25 @@ def test_the_dev_set_matches_the_hash_its_notes_froze() -> None:
     rows = [json.loads(line) for line in DEV.read_text("utf-8").splitlines()]
     per = Counter(r["family"] for r in rows)
     assert len(rows) == 199 and min(per.values()) >= 30 and per["clean"] >= 44
+
+
+def test_the_round_two_set_matches_its_hash_and_is_sealed_whole() -> None:
+    """Round 2 measures the round-2 checks: frozen by the hash its notes give, every family
+    sealed (none read while the checks were fixed), and the newest round is what calibrate uses."""
+    from hatkit.domains.live_commerce import DOMAIN as LC
+    from hatkit.judge.conversations import load_conversations, load_split, split_file
+
+    frozen = re.search(r"sha256 \(`heldout_families_r2.jsonl`\):\s*`?([0-9a-f]{64})",
+                       (FOLDER / "heldout_families_r2.md").read_text("utf-8"))
+    assert frozen is not None
+    assert hashlib.sha256(ROUND2.read_bytes()).hexdigest() == frozen.group(1)
+    convs = load_conversations(ROUND2)
+    split = load_split(split_file(ROUND2), convs)
+    assert not split.dev and not split.clean_dev_ids
+    assert split.sealed == {c.family for c in convs} - {"clean"}
+    per = Counter(c.family for c in convs)
+    assert min(per.values()) >= 30 and per["clean"] >= 60
+    assert LC.independent_labels == ROUND2
 
 
 def test_every_family_has_thirty_items_in_both_locales_and_clean_has_sixty() -> None:

@@ -158,10 +158,17 @@ class Domain(ABC):
     @property
     def independent_labels(self) -> Path | None:
         """Labelled conversations written without the judge's checks (see
-        hatkit.judge.conversations): `calibration/heldout_families.jsonl` or
-        `calibration/labelled.jsonl` under `root`, when the domain ships one."""
+        hatkit.judge.conversations), when the domain ships some: the newest round
+        (`calibration/heldout_families_r<N>.jsonl`, highest N: once a round's families have
+        been developed on, the next round's file holds the sealed ones), else
+        `calibration/heldout_families.jsonl` or `calibration/labelled.jsonl` under `root`."""
+        folder = self.root / "calibration"
+        rounds = {int(n): p for p in folder.glob("heldout_families_r*.jsonl")
+                  if (n := p.stem.rsplit("_r", 1)[1]).isdigit()}
+        if rounds:
+            return rounds[max(rounds)]
         for name in ("heldout_families.jsonl", "labelled.jsonl"):
-            if (path := self.root / "calibration" / name).is_file():
+            if (path := folder / name).is_file():
                 return path
         return None
 
