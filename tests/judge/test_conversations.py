@@ -154,10 +154,12 @@ def test_a_split_file_must_assign_every_family_once(tmp_path: Path) -> None:
     assert "'health' is both" in msg and "'leak' is neither" in msg and "'c9'" in msg
 
 
-def test_the_shipped_split_covers_the_frozen_families() -> None:
+def test_the_shipped_splits_cover_the_frozen_families() -> None:
+    """Round 1's families were developed on and are all dev now; round 2's are all sealed."""
     convs = load_conversations(HELDOUT)
     split = load_split(split_file(HELDOUT), convs)
-    groups = {split.group(c) for c in convs}
-    assert groups == {"dev", "sealed"}
-    clean = [c for c in convs if c.family == "clean"]
-    assert 0.4 < sum(split.group(c) == "dev" for c in clean) / len(clean) < 0.6
+    assert {split.group(c) for c in convs} == {"dev"}
+    round2 = HELDOUT.with_name("heldout_families_r2.jsonl")
+    convs = load_conversations(round2)
+    split = load_split(split_file(round2), convs)
+    assert {split.group(c) for c in convs} == {"sealed"}
