@@ -94,8 +94,8 @@ _ANY_KIND = FastPattern("|".join(f"(?P<k{i}>{said.pattern})" for i, (_, said, _)
 _KIND_KEYS = ("gift", "bonus", "complimentary", "free", "made", "hand", "sourced", "imported",
               "produced",
               "grown", "harvested", "manufactured", "certifi", "accredit", "wash", "dishwasher", "dry",
-              "ship", "same", "next", "within", "warrant", "guarantee", "赠", "送", "手", "产", "进口", "制造",
-              "直", "认证", "洗", "发", "保修", "质保", "包换")
+              "ship", "same", "next", "within", "warrant", "guarantee", "赠", "送", "手", "产", "进口",
+              "制造", "直", "认证", "洗", "发", "保修", "质保", "包换")
 """Substrings every kind's phrase holds: most replies hold none and skip the scan."""
 
 
