@@ -83,7 +83,8 @@ _WORDS = {k: FastPattern(v) for k, v in {
     "origin": r"\bfrom\b|origin|grown|made in|产自|产地|来自|原产",
 }.items()}
 """Words that address a facet without a value: enough not to count it as dropped."""
-_FACET_SPECS = {"power": ("power", "output"), "weight": ("weight",), "battery": ("battery",), "capacity": ("capacity", "volume"),
+_FACET_SPECS = {"power": ("power", "output"), "weight": ("weight",), "battery": ("battery",),
+                "capacity": ("capacity", "volume"),
                 "dimensions": ("dimension", "height", "size", "length", "diameter"), "care": ("care",),
                 "material": ("fabric", "shell", "fill", "knit", "material", "sheet", "cover"),
                 "origin": ("origin",)}
@@ -98,11 +99,16 @@ _STOP = frozenset({"this", "that", "with", "have", "there", "still", "come", "wo
                    "available", "stock", "returnable", "cost", "free", "left", "sold", "ship"})
 
 
+_SIZE_WORD = re.compile(r"dimension|\bbig\b|tall|wide|尺寸|多高|多宽|多长|体积", re.I)
+
+
 def asked_facets(text: str) -> list[str]:
     """The facets `text` (product names blanked) asks for, in table order."""
     found = [k for k, p in _ASKED.items() if p.search(text)]
     if "sizes" in found and "dimensions" in found:
         found.remove("dimensions")
+    if "power" in found and "dimensions" in found and not _SIZE_WORD.search(text):
+        found.remove("dimensions")  # "功率多大": how big the power is, not the product
     return found
 
 

@@ -39,7 +39,8 @@ _ZH_KINDS: dict[str, tuple[str, ...]] = {
     "打底裤": ("leggings",), "瑜伽裤": ("leggings",), "工装裤": ("work pants",), "T恤": ("tee",),
     "衬衫": ("shirt",), "毛线帽": ("beanie",), "针织帽": ("beanie",), "家居服": ("lounge set",),
     "收纳": ("storage",), "按摩": ("massage",), "香薰": ("diffuser",), "补光灯": ("ring light",),
-    "奶酪": ("cheese",), "芝士": ("cheese",), "免洗": ("leave-in",), "喷雾": ("spray",), "意面": ("pasta",), "杏仁": ("almonds",), "无线充": ("wireless charging",),
+    "奶酪": ("cheese",), "芝士": ("cheese",), "免洗": ("leave-in",), "喷雾": ("spray",),
+    "意面": ("pasta",), "杏仁": ("almonds",), "无线充": ("wireless charging",),
     "音响": ("speaker",), "亚麻": ("linen",), "土耳其": ("turkish",), "有机棉": ("organic cotton",),
 }
 _ZH_COLOURS = {"黑": "black", "白": "white", "红": "red", "砖红": "brick red", "玫瑰": "rose", "灰": "grey",
