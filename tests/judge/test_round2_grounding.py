@@ -48,7 +48,8 @@ DUTCH = [shop_call("get_product_details", product_id="HM-009")]
     ("Is the argan leave-in heavy on hair?", CONDITIONER,
      "Not at all: it's a light spray that detangles without weighing hair down.", "en", True),
     # a name after a comma the viewer only asked about
-    ("Does the Boom Go speaker work with Alexa?", SPEAKER, "Yes, Alexa works with it out of the box.", "en", False),
+    ("Does the Boom Go speaker work with Alexa?", SPEAKER,
+     "Yes, Alexa works with it out of the box.", "en", False),
     # a place written in Chinese
     ("美利奴毛衣是哪里产的？", MERINO, "100%超细美利奴羊毛，产自澳大利亚。", "zh", False),
     # care and warranty kinds no tool output speaks of
@@ -57,7 +58,8 @@ DUTCH = [shop_call("get_product_details", product_id="HM-009")]
     ("Crispo空气炸锅有质保吗？", FRYER, "有的，整机质保，坏了直接换新。", "zh", False),
     ("Crispo空气炸锅功率多大？", FRYER, "功率1700瓦，容量5.5升。", "zh", True),
 ])
-def test_unfounded_features_fail_accuracy(user: str, calls: Any, reply: str, locale: str, accurate: bool) -> None:
+def test_unfounded_features_fail_accuracy(user: str, calls: Any, reply: str, locale: str,
+                                          accurate: bool) -> None:
     acc, eff = verdict([(user, calls, reply)], locale)
     assert acc is accurate
     assert eff  # a confident answer, right or wrong, answers the ask
@@ -72,11 +74,13 @@ def test_a_question_is_not_a_source() -> None:
 
 @pytest.mark.parametrize(("user", "calls", "reply", "locale", "effective"), [
     ("Wattage and capacity of the Crispo air fryer?", FRYER, "It holds 5.5 L.", "en", False),
-    ("Wattage and capacity of the Crispo air fryer?", FRYER, "It runs at 1700 W and holds 5.5 L.", "en", True),
+    ("Wattage and capacity of the Crispo air fryer?", FRYER,
+     "It runs at 1700 W and holds 5.5 L.", "en", True),
     ("Crispo空气炸锅功率和容量多少？", FRYER, "容量5.5升。", "zh", False),
     ("Crispo空气炸锅功率和容量多少？", FRYER, "1700瓦，容量5.5升。", "zh", True),
 ])
-def test_every_asked_facet_is_answered(user: str, calls: Any, reply: str, locale: str, effective: bool) -> None:
+def test_every_asked_facet_is_answered(user: str, calls: Any, reply: str, locale: str,
+                                       effective: bool) -> None:
     assert verdict([(user, calls, reply)], locale)[1] is effective
 
 
@@ -84,9 +88,9 @@ def test_stock_named_as_a_noun_is_a_facet() -> None:
     parka = [shop_call("get_promotions", product_id="AP-007"),
              shop_call("check_stock", product_id="AP-007", size="M", color="Black")]
     stock = parka[1][2]["total_in_stock"]
-    assert verdict([("Price and stock for the rain parka, M in black?", parka, "The parka is $189.")])[1] is False
-    assert verdict([("Price and stock for the rain parka, M in black?", parka,
-                     f"The parka is $189 and M in Black has {stock} left.")])[1] is True
+    user = "Price and stock for the rain parka, M in black?"
+    assert verdict([(user, parka, "The parka is $189.")])[1] is False
+    assert verdict([(user, parka, f"The parka is $189 and M in Black has {stock} left.")])[1] is True
 
 
 @pytest.mark.parametrize(("user", "reply", "locale", "effective"), [
