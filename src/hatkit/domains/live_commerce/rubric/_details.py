@@ -241,6 +241,8 @@ class _DetailChecks(_RunBase):
 
     def _features(self, reply: str, spans: list[tuple[int, int]], claims: list[Claim], src: Callable[[], str]
                   ) -> tuple[str, str] | None:
+        if not self.scope.products():  # nothing looked up or named: no data to hold a feature to
+            return None
         found = unfounded_feature(reply, self._told, spans)
         if found is None or _negated(reply, found[0]):
             return None
