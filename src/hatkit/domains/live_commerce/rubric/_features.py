@@ -20,7 +20,8 @@ from hatkit.judge.patterns import FastPattern
 
 _ACRONYM = re.compile(r"(?<![A-Za-z0-9$])[A-Z][A-Z0-9]*[A-Z][A-Z0-9]*(?![A-Za-z0-9])")
 _COMMON_ACRONYMS = frozenset({"OK", "US", "USA", "UK", "EU", "AM", "PM", "FAQ", "DM", "ASAP", "LOL", "OMG",
-                              "FYI", "BTW", "TV", "ID", "VIP", "SKU", "USD", "RMB", "QA", "LIVE", "MIA", "AI"})
+                              "FYI", "BTW", "TV", "ID", "VIP", "SKU", "USD", "RMB", "QA", "LIVE", "MIA",
+                              "AI"})
 _PROPERTY = FastPattern(r"\b([a-z]{3,})(?:-?(free|proof|safe)|[- ]?(resistant|repellent))\b|"
                         r"\b([a-z]{3,}?)(?:able|ible)\b|\banti-?([a-z]{3,})")
 _SOFT_STEMS = frozenset({
