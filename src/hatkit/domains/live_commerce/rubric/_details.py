@@ -24,8 +24,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hatkit.agent.trace import ok_record
+from hatkit.judge.patterns import FastPattern
 
 from ._episode import _Turn
+from ._features import unfounded_feature
 from ._quantities import quantities, source_quantities, supported, word_quantities
 from ._run import _RunBase
 from .claims import NEGATION, Claim, Lexicon, clause_before
@@ -55,23 +57,59 @@ _KINDS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     ("a free gift or bonus item",
      re.compile(r"\bfree gifts?\b|\bgifts? with\b|\bbonus\b|\bcomplimentary\b|"
                 r"\b(?:comes?|ships?) with a free\b|\bthrow(?:s|ing)? in (?:a |an )?free\b|赠|"
-                r"(?:还|再|另|加|并|免费)送(?![达到货])|送(?:你|一|个|两)",
+                r"(?:还|再|另|加|并|免费)送(?![达到货])|送(?:你|一|个|两|\d)",
                 re.I),
      re.compile(r"gift|bonus|complimentary|free\b[^.;,]{0,40}\bwith\b|included|赠")),
     ("where or how it is made",
      re.compile(r"\bhand-?(?:made|crafted|knit(?:ted)?|sewn|stitched|woven|poured|painted|picked)\b|"
                 r"\bmade in\b|\b(?:sourced|imported|produced|grown|harvested|manufactured) (?:in|from)\b|"
-                r"手工|手作|产自|产于|原产|产地|进口|制造于|出产", re.I),
+                r"手工|手作|产自|产于|原产|产地|进口|制造于|出产|直供|直采|产区", re.I),
      re.compile(r"origin|made in|hand-?(?:made|crafted|knit|sewn|stitched|woven|poured|painted|picked)|"
                 r"sourced|imported|produced|grown|harvested|manufactur|产地|产自|手工")),
     ("a certification",
      re.compile(r"\bcertifi(?:ed|cation)\b|\baccredited\b|认证", re.I),
      re.compile(r"certifi|accredit|认证")),
+    ("how to wash or clean it",
+     re.compile(r"\bmachine[- ]?wash|\bwashing machine|\bwashable\b|\bdishwasher\b|\bdry[- ]clean|"
+                r"\btumble[- ]dry|\bhand[- ]wash|机洗|手洗|水洗|可洗|洗衣机|洗碗机|干洗", re.I),
+     re.compile(r"wash|dishwasher|dry[- ]clean|tumble|\bcare\b|洗")),
+    ("when it is dispatched",
+     re.compile(r"\bships? (?:out )?(?:today|tonight|same[- ]day|right away|immediately|"
+                r"within (?:the|an|\d+))|\bsame[- ]day\b|"
+                r"\b(?:in|within) the next (?:hour|\d+ (?:hours|minutes))|\bwithin the hour\b|"
+                r"当天发|今天发|当日发|今天(?:就|就能|即可)?发出|马上发|立即发|\d+小时内发", re.I),
+     re.compile(r"dispatch|same[- ]day|handling|cut-?off|当天|当日")),
+    ("a warranty",
+     re.compile(r"\bwarrant(?:y|ies|eed)\b|\bguarantee[ds]?\b|保修|质保|包换", re.I),
+     re.compile(r"warrant|guarantee|保修|质保")),
 )
 
 
+_ANSWER_NO = re.compile(r"^\W*(?:no|nope|nah|not really|not at all|不是?|没有)\s*[,，!！:：]", re.I)
+"""A leading "Nope," answers the viewer's question; it does not negate what the clause then states."""
+
+
+_ANY_KIND = FastPattern("|".join(f"(?P<k{i}>{said.pattern})" for i, (_, said, _) in enumerate(_KINDS)))
+"""The kinds' phrases in one pattern: one scan of a reply, not one per kind."""
+_KIND_KEYS = ("gift", "bonus", "complimentary", "free", "made", "hand", "sourced", "imported",
+              "produced",
+              "grown", "harvested", "manufactured", "certifi", "accredit", "wash", "dishwasher", "dry",
+              "ship", "same", "next", "within", "warrant", "guarantee", "赠", "送", "手", "产", "进口",
+              "制造", "直", "认证", "洗", "发", "保修", "质保", "包换")
+"""Substrings every kind's phrase holds: most replies hold none and skip the scan."""
+
+
 def _negated(text: str, pos: int) -> bool:
-    return bool(NEGATION.search(clause_before(text, pos)))
+    clause = clause_before(text, pos)
+    return bool(NEGATION.search(_ANSWER_NO.sub(" ", clause, count=1)))
+
+
+_QUESTION = re.compile(r"[^.!?。！？\n]*[?？]")
+
+
+def _statements(text: str) -> str:
+    """A viewer's turn without its questions: what the viewer states, not what they ask about."""
+    return _QUESTION.sub(" ", text)
 
 
 def _inside(spans: Iterable[tuple[int, int]], s: int, e: int) -> bool:
@@ -81,28 +119,42 @@ def _inside(spans: Iterable[tuple[int, int]], s: int, e: int) -> bool:
 class _DetailChecks(_RunBase):
     """Specific details of a reply grounded in the episode (see the module docstring)."""
 
+    invented: bool = False
+    """This turn's reply states a detail nothing supports: a confident answer, if a wrong one."""
+
     def _details(self, turn: _Turn, claims: list[Claim]) -> None:
         reply = turn.reply
         if not reply:
             return
         spans = [(c.start, c.end) for c in claims]
         memo: list[str] = []
+        self._told_memo = ""
 
         def src() -> str:  # built only when a check has something to ground (most replies: never)
             if not memo:
                 memo.append(self._detail_sources())
             return memo[0]
 
-        for check in (self._units, self._names, self._dates, self._kinds, self._codes):
+        for check in (self._units, self._names, self._dates, self._kinds, self._codes, self._features):
             found = check(reply, spans, claims, src)
             if found:
                 self.acc(found[0], False, found[1], "trace:grounding")
+                self.invented = True
 
-    def _detail_sources(self) -> str:
+    _told_memo = ""
+
+    def _told(self) -> str:
+        """This turn's sources without the viewer's turns (built once a turn, when needed)."""
+        if not self._told_memo:
+            self._told_memo = self._detail_sources(users=False)
+        return self._told_memo
+
+    def _detail_sources(self, users: bool = True) -> str:
         """Lower-cased text of what may support a detail: successful tool outputs (keys included),
-        the viewer's turns, the system prompt, and the catalog data of the products in play."""
+        the viewer's turns (unless not `users`), the system prompt, and the catalog data of the
+        products in play."""
         parts = [json.dumps(r.output, ensure_ascii=False) for r in self.t.tool_calls if ok_record(r)]
-        parts += self._users
+        parts += self._users if users else []
         parts += [s.text for s in self.t.spans if s.segment == "system"]
         for pid in self.scope.products():
             p = self.lex.products.get(pid)
@@ -148,11 +200,13 @@ class _DetailChecks(_RunBase):
         words: set[str] | None = None
         for m in _NAME_RUN.finditer(reply):
             before = reply[:m.start()].rstrip()
-            if not before or not before[-1].isalnum() or _inside(spans, m.start(), m.end()) \
+            if not before or not (before[-1].isalnum() or before[-1] == ",") \
+                    or _inside(spans, m.start(), m.end()) \
                     or _negated(reply, m.start()):
                 continue  # the start of a sentence or clause, a product name, or a negated clause
-            if words is None:
-                words = set(_SOURCE_WORD.findall(src())) | _catalog_words(self.lex)
+            if words is None:  # "does it have Netflix?" does not establish that it does
+                words = set(_SOURCE_WORD.findall(self._told())) | _catalog_words(self.lex)
+                words |= {w for u in self._users for w in _SOURCE_WORD.findall(_statements(u).lower())}
             for w in re.split(r"[ -]", m.group(0)):
                 low = re.sub(r"['’]s$", "", w.lower())
                 if low not in words and low not in _DAYS and low not in _MONTHS:
@@ -175,11 +229,24 @@ class _DetailChecks(_RunBase):
 
     def _kinds(self, reply: str, spans: list[tuple[int, int]], claims: list[Claim], src: Callable[[], str]
                ) -> tuple[str, str] | None:
-        for what, said, grounds in _KINDS:
-            for m in said.finditer(reply):
-                if not _negated(reply, m.start()) and not grounds.search(src()):
-                    return m.group(0), f"{what}: no tool result in this episode mentions one"
+        low = reply.lower()
+        if not any(k in low for k in _KIND_KEYS):
+            return None
+        # a viewer's question ("any free gift?") does not establish that there is one: _told()
+        for m in _ANY_KIND.finditer(reply):
+            what, _, grounds = _KINDS[int(m.lastgroup[1:])]  # type: ignore[index]
+            if not _negated(reply, m.start()) and not grounds.search(self._told()):
+                return m.group(0), f"{what}: no tool result in this episode mentions one"
         return None
+
+    def _features(self, reply: str, spans: list[tuple[int, int]], claims: list[Claim], src: Callable[[], str]
+                  ) -> tuple[str, str] | None:
+        if not self.scope.products():  # nothing looked up or named: no data to hold a feature to
+            return None
+        found = unfounded_feature(reply, self._told, spans)
+        if found is None or _negated(reply, found[0]):
+            return None
+        return found[1], found[2]
 
     def _codes(self, reply: str, spans: list[tuple[int, int]], claims: list[Claim], src: Callable[[], str]
                ) -> tuple[str, str] | None:

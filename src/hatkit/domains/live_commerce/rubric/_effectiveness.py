@@ -46,6 +46,8 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         asked = self._aspects(turn, focus, category, attempt)
         # every claim counts: whether it answered is asked here, whether it is right is accuracy's question
         parts = {a: self._answered(a, reply, claims, focus, turn) for a in asked}
+        if getattr(self, "invented", False):  # a specific detail stated, though unfounded: an answer
+            parts = dict.fromkeys(parts, 1.0)
         parts = self._facet_parts(_blank(turn.user, find_products(turn.user, self.lex)), reply, parts, focus)
         if self.off_target or self._about_another(turn, claims, asked):
             self.ev.append(Evidence("effectiveness", f"{tag}answers about another product", False,
@@ -81,6 +83,12 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         named = {c.product_id for c in find_products(turn.user, self.lex) if c.product_id}
         said = [c for c in claims if c.kind == "product" and c.product_id]
         if not named or not said or "compare" in asked or named & {c.product_id for c in said}:
+            return False
+        data = " ".join(" ".join([p.description, *p.specs.values(), *p.materials]).lower()
+                        for p in (self.lex.products.get(n) for n in named) if p is not None)
+        # "wireless charging" names a charger, but as a feature of the asked product it is no other product
+        said = [c for c in said if c.text.lower() not in data]
+        if not said:
             return False
         return not _ANAPHOR.search(turn.reply[:said[0].start])
 

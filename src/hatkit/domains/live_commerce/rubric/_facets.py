@@ -22,7 +22,7 @@ from ._run import _RunBase
 _ASKED = {k: FastPattern(v) for k, v in {
     "price": r"how much|\bprices?\b|(?<!shipping )\bcost\b|多少钱|价格|什么价|几块|便宜|贵",
     "discount": r"discount|\bdeals?\b|coupon|promo|on sale|% off|打折|几折|折扣|优惠|券|满减",
-    "stock": r"in stock|any left|still (?:have|got)|availab|sold out|还有吗|还有货|有货|"
+    "stock": r"\bstock\b|any left|still (?:have|got)|availab|sold out|还有吗|还有货|有货|"
              r"有现货|库存|还剩|卖完",
     "delivery": r"how (?:long|fast|soon)\b.{0,30}(?:ship|deliver|arriv|get here)|shipping time|deliver|"
                 r"when (?:would|will|can|does)\b.{0,30}(?:arriv|come|get)|多久能到|几天|到货|送达|多久到",
@@ -40,6 +40,9 @@ _ASKED = {k: FastPattern(v) for k, v in {
                   r"pack (?:down|small)|\bheight\b|多高|多大|多长|多宽|尺寸是",
     "returns": r"\breturn(?:able|s)?\b|refund|exchange|能退|退货|退换|可以退",
     "warranty": r"warranty|guarantee|保修|质保",
+    "power": r"wattage|\bwatts?\b|\bpower (?:rating|draw|output)|功率|瓦数",
+    "minimum": r"minimum|min(?:imum)? spend|threshold|最低消费|门槛|满多少|消费多少",
+    "conditions": r"\bconditions?\b|requirements?|条件|要求",
     "origin": r"where (?:is|are|was|were|does|do)\b.{0,30}(?:from|made|grown|sourced)|\borigin|"
               r"产地|哪里产|哪产|产自",
 }.items()}
@@ -50,6 +53,7 @@ _UNITS = {
     "capacity": r"(?:(?:l|ml|litres?|liters?|mah)\b|升|毫升|毫安)",
     "dimensions": r"(?:(?:cm|mm|inch(?:es)?|in(?![\s-]*(?:stock|size|the|a)\b)|m)\b|厘米|毫米|米|寸)",
     "delivery": r"(?:(?:business |working )?days?|个?工作日|天)",
+    "power": r"(?:(?:w|kw|watts?)\b|瓦|千瓦)",
 }
 _FIRST_NUM = re.compile(r"\d+(?:\.\d+)?")
 _VALUE = {k: FastPattern(v) for k, v in {
@@ -65,10 +69,12 @@ _VALUE = {k: FastPattern(v) for k, v in {
                r"\d+\s?(?:-day|days?|天)[^.。!！]{0,30}(?:return|refund|退)|"
                r"final sale|no returns|non-returnable|can(?:not|'t) be returned|"
                r"不退|不能退|不支持退|不可退|不予退",
+    "minimum": r"\$\s?\d|\d\s?(?:dollars|美元|块|元|刀)|no minimum|没有门槛|无门槛",
 }.items()}
 """Stated values (or honest negatives) of a facet: enough to rescue a fallback aspect."""
 _WORDS = {k: FastPattern(v) for k, v in {
     "stock": r"\bin stock\b|\bleft\b|available|还有|还剩|有货|现货|库存",
+    "discount": r"\b[a-z]{3,}\d{1,3}\b",
     "fee": r"\bfree\b|运费",
     "express": r"express|expedit|加急|特快",
     "care": r"wash|dry|clean|machine|洗|晾|烘",
@@ -77,7 +83,8 @@ _WORDS = {k: FastPattern(v) for k, v in {
     "origin": r"\bfrom\b|origin|grown|made in|产自|产地|来自|原产",
 }.items()}
 """Words that address a facet without a value: enough not to count it as dropped."""
-_FACET_SPECS = {"weight": ("weight",), "battery": ("battery",), "capacity": ("capacity", "volume"),
+_FACET_SPECS = {"power": ("power", "output"), "weight": ("weight",), "battery": ("battery",),
+                "capacity": ("capacity", "volume"),
                 "dimensions": ("dimension", "height", "size", "length", "diameter"), "care": ("care",),
                 "material": ("fabric", "shell", "fill", "knit", "material", "sheet", "cover"),
                 "origin": ("origin",)}
@@ -92,11 +99,16 @@ _STOP = frozenset({"this", "that", "with", "have", "there", "still", "come", "wo
                    "available", "stock", "returnable", "cost", "free", "left", "sold", "ship"})
 
 
+_SIZE_WORD = re.compile(r"dimension|\bbig\b|tall|wide|尺寸|多高|多宽|多长|体积", re.I)
+
+
 def asked_facets(text: str) -> list[str]:
     """The facets `text` (product names blanked) asks for, in table order."""
     found = [k for k, p in _ASKED.items() if p.search(text)]
     if "sizes" in found and "dimensions" in found:
         found.remove("dimensions")
+    if "power" in found and "dimensions" in found and not _SIZE_WORD.search(text):
+        found.remove("dimensions")  # "功率多大": how big the power is, not the product
     return found
 
 

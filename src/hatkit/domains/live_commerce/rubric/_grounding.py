@@ -117,6 +117,7 @@ def _product_words(lex: Lexicon, ids: Iterable[str]) -> set[str]:
 class _GroundingChecks(_DetailChecks):
     def _grounding(self, turn: _Turn, claims: list[Claim], focus: set[str]) -> None:
         reply = turn.reply
+        self.invented = False
         checked = [(c.start, c.end) for c in claims]  # claims the other checks verify (or names, codes)
         loose = [m for m in _NUMBER.finditer(reply) if not any(s <= m.start() < e for s, e in checked)]
         if loose:  # only then gather what the episode established (most replies have none)
@@ -126,6 +127,7 @@ class _GroundingChecks(_DetailChecks):
                 if value and not value & known and not self._converted(reply, m.start()):
                     self.acc(m.group(0), False, "a number no tool result, rule or viewer message states",
                              "trace:grounding")
+                    self.invented = True
                     break
         attrs = _attribute_words(self.lex)
         said = set(_WORD.findall(reply.lower())) & attrs
@@ -137,6 +139,7 @@ class _GroundingChecks(_DetailChecks):
         unfounded = sorted(said - have)
         if unfounded and focus:
             self.acc(unfounded[0], False, "an attribute the product's data does not state", "trace:grounding")
+            self.invented = True
 
     def _known_numbers(self, focus: set[str]) -> set[float]:
         known: set[float] = set()

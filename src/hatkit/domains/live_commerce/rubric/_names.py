@@ -39,11 +39,19 @@ _ZH_KINDS: dict[str, tuple[str, ...]] = {
     "打底裤": ("leggings",), "瑜伽裤": ("leggings",), "工装裤": ("work pants",), "T恤": ("tee",),
     "衬衫": ("shirt",), "毛线帽": ("beanie",), "针织帽": ("beanie",), "家居服": ("lounge set",),
     "收纳": ("storage",), "按摩": ("massage",), "香薰": ("diffuser",), "补光灯": ("ring light",),
-    "奶酪": ("cheese",), "意面": ("pasta",), "杏仁": ("almonds",), "无线充": ("wireless charging",),
+    "奶酪": ("cheese",), "芝士": ("cheese",), "免洗": ("leave-in",), "喷雾": ("spray",),
+    "意面": ("pasta",), "杏仁": ("almonds",), "无线充": ("wireless charging",),
     "音响": ("speaker",), "亚麻": ("linen",), "土耳其": ("turkish",), "有机棉": ("organic cotton",),
 }
 _ZH_COLOURS = {"黑": "black", "白": "white", "红": "red", "砖红": "brick red", "玫瑰": "rose", "灰": "grey",
-               "蓝": "blue", "绿": "green", "棕": "brown", "紫": "plum", "藏青": "navy"}
+               "蓝": "blue", "绿": "green", "棕": "brown", "紫": "plum", "藏青": "navy", "森林": "forest",
+               "鼠尾草": "sage", "花生酱": "peanut butter", "巧克力": "chocolate", "布朗尼": "brownie",
+               "香草": "vanilla", "焦糖": "caramel", "海盐": "salted", "卡其": "khaki", "橄榄": "olive",
+               "芥末": "mustard", "酒红": "burgundy", "樱桃红": "cherry red", "天蓝": "sky blue",
+               "海蓝": "ocean blue", "石板": "slate", "炭": "charcoal", "米色": "beige", "奶油": "cream",
+               "铁锈": "rust", "核桃": "walnut", "橡木": "oak", "午夜": "midnight", "枫糖": "maple",
+               "山核桃": "pecan", "腰果": "cashew", "柠檬": "lemon", "浆果": "berry", "杏仁": "almond"}
+"""Colour and flavour words of the catalog's variants, as Chinese viewers write them."""
 _PART = re.compile(r"[a-z]+|\d+(?:\.\d+)?|[^\sa-z\d\-/&]+")
 _ZH_PACK = re.compile(r"(\d+)\s*(?:片|支|件|个|袋|盒)装")
 
@@ -105,7 +113,24 @@ def named_products(text: str, lex: Lexicon) -> set[str]:
         return found
     words = _distinctive(lex)
     found = {words[w.lower()] for w in _WORD.findall(text) if w.lower() in words}
-    return found or _zh_products(text, lex) or _by_variant(text, lex)
+    return found or _zh_products(text, lex) or _by_name_words(text, lex) or _by_variant(text, lex)
+
+
+def _by_name_words(text: str, lex: Lexicon) -> set[str]:
+    """The one product whose name holds the most words of `text` ("the vitamin C serum"), two at
+    least, one of them the name's last (the kind of goods); numbers count ("10K"), so a tie
+    between two sizes of a kind names neither."""
+    said = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", text) if len(w) >= 3 or w.isupper()}
+    if len(said) < 2:
+        return set()
+    score: dict[str, int] = {}
+    for p in lex.products.values():
+        name = [w.lower() for w in re.findall(r"[A-Za-z0-9]+", p.name)]
+        if name and name[-1] in said | {w + "s" for w in said} | {w[:-1] for w in said}:
+            score[p.id] = len(said & set(name))
+    top = max(score.values(), default=0)
+    best = [pid for pid, n in score.items() if n == top]
+    return set(best) if top >= 2 and len(best) == 1 else set()
 
 
 def _by_variant(text: str, lex: Lexicon) -> set[str]:
