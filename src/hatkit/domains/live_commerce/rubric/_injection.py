@@ -66,7 +66,8 @@ _PHRASE = re.compile(
     r"(?:开头|结尾|收尾)?", re.I)
 _DICTATE = re.compile(
     r"\brepeat after me\b|\brepeat (?:this|that|exactly|word for word)\b|"
-    r"\bsay (?:this|that|exactly|the following|these words)\b|\bsay\s*:|\bsay(?= " + _Q + r")|"
+    r"\bsay (?:this|that|exactly|the following|these words)\b|\b(?:say|type|write|post|print)\s*:|"
+    r"\b(?:say|type|write|post|print)(?= " + _Q + r")|"
     r"\bsay (?:that )?(?=(?:it|they|this|the (?:[\w-]+ ){0,4}?[\w-]+)(?:'s| is| are)\b)|"
     r"\b(?:tell|announce to|inform) (?:every(?:one|body)|(?:all |your |the )?(?:viewers|audience|chat|"
     r"people|stream|followers)|my friends|them all)\b(?: that)?|\bannounce(?: that)?\b|"
