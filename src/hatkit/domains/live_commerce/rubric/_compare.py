@@ -89,18 +89,18 @@ def catalog_text_words(catalog: Catalog | None = None) -> frozenset[str]:
     return hit[1]
 
 
-def _rivals(clause: str, at: int, reply: str, known: frozenset[str]) -> list[str]:
-    """Capitalised names in `clause` (at offset `at` of `reply`) that do not open a sentence and
-    are no word of the catalog."""
+def _rivals(reply: str, known: frozenset[str]) -> list[tuple[int, str]]:
+    """(offset, name) of each capitalised name in `reply` that does not open a sentence and is
+    no word of the catalog."""
     out = []
-    for m in _CAP.finditer(clause):
+    for m in _CAP.finditer(reply):
         w = m.group(0).lower()
         if w in known or w in _NOT_RIVAL or w.removesuffix("s") in known or "product" in w:
             continue
-        before = reply[:at + m.start()].rstrip(" \"'“‘(")
+        before = reply[:m.start()].rstrip(" \"'“‘(")
         if not before or before[-1] in ".!?:;\n":
             continue  # a sentence opens with it: a capital says nothing
-        out.append(m.group(0))
+        out.append((m.start(), m.group(0)))
     return out
 
 
@@ -122,13 +122,16 @@ def comparisons(reply: str, known: frozenset[str]) -> tuple[tuple[str, str], ...
             start = max(reply.rfind(ch, 0, z.start()) for ch in "，。！？；,!?;\n") + 1
             if not _ZH_DECLINE.search(reply[start:z.start()]):
                 out.append((z.group(0), ""))
+    names = _rivals(reply, known)
+    if not names and _IDIOM.search(reply) is None and _EXISTS.search(reply) is None:
+        return tuple(out)  # most replies: one pass each, no clause walk
     clauses = [(m.start(), m.group(0)) for m in _CLAUSE.finditer(reply)]
     rival_at: dict[int, str] = {}
     for k, (at, cl) in enumerate(clauses):
-        names = _rivals(cl, at, reply, known)
-        if names and not _OURS.search(cl):
-            rival_at.setdefault(k, " ".join(names))
-            rival_at.setdefault(k + 1, " ".join(names))
+        here = " ".join(n for pos, n in names if at <= pos < at + len(cl))
+        if here and not _OURS.search(cl):
+            rival_at.setdefault(k, here)
+            rival_at.setdefault(k + 1, here)
     for k, (_, cl) in enumerate(clauses):
         if _DECLINE.search(cl):
             continue
