@@ -23,6 +23,7 @@ import re
 from functools import lru_cache
 
 from ..catalog import Catalog, load_catalog
+from ._compare import catalog_text_words, comparisons
 from ._run import _RunBase
 
 _GRADABLE = ["soft", "light", "fine", "clean", "cheap", "strong", "gentle", "smooth", "plush", "warm",
@@ -108,7 +109,8 @@ _ZH = re.compile(
     r"我们|咱们?家?)[^，。！？；,]{0,3}更|"
     r"(?:所有|任何|一切|同类|同价位|同容量|同级别|同档次?|这个价位的?|这个价格的?|市面上的?|全网|全国|全世界|全球)"
     r"[^，。！？；,]{0,16}(?:(?:里|中|当中)[，,])?[^，。！？；,]{0,10}?"
-    r"(?:最|第一|天花板|无敌|顶级|数一数二|之最|首选|王者|没有对手|无人能及|比不上|比不了|找不到)|"
+    r"(?:最|第一|天花板|无敌|顶级|数一数二|之最|首选|王者|没有对手|无人能及|比不上|比不了|找不到|头号|榜首|顶尖|"
+    r"前[一二三两几]|领先)|"
     r"(?:见过|用过|试过|吃过|喝过|穿过|买过)的?最|"
     r"比(?:专柜|官网|实体店|超市|商场|旗舰店|外面|网上|别处|线下)[^，。！？；,]{0,6}(?:便宜|实惠|划算|好|强)|"
     r"天花板|无敌|无人能及|无可替代|独一档|数一数二|没有之一|"
@@ -117,7 +119,8 @@ _ZH = re.compile(
     r"[\u4e00-\u9fff]过的(?:人|朋友|姐妹|顾客|家人们?)都|(?:所有人|每个人|谁)都(?:说|夸|爱|喜欢|回购)|"
     r"保证(?!不了)|打包票|包你")
 _ZH_DECLINE = re.compile(r"(?:不|没|无法|没法|不能|不敢|难以|别|不好)[\u4e00-\u9fff]{0,3}$|如果|要是|想要")
-_ZH_OURS = re.compile(r"我们|咱们|店里|直播间|两款|几款|这款和")
+_ZH_OURS = re.compile(r"(?:我们|咱们|店里|直播间)(?!这)|两款|几款|这款和")
+"""A comparison kept to the shop's own items ("我们店里最轻的"); "我们这款" is the product itself."""
 
 
 _NOT_DEGREE = frozenset(["other", "rather", "order", "over", "under", "never", "ever"])
@@ -242,7 +245,12 @@ class _AbsoluteChecks(_RunBase):
     def _absolute(self, reply: str) -> None:
         texts = self.scope.texts
         plain = without_product_names(reply, self.lex.catalog)
-        for hit in absolute_claims(plain, catalog_words(self.lex.catalog)):
+        hits = list(absolute_claims(plain, catalog_words(self.lex.catalog)))
+        for hit, rival in comparisons(plain, catalog_text_words(self.lex.catalog)):
+            named = [r for r in rival.lower().split() if not any(re.search(rf"\b{r}\b", t) for t in texts)]
+            if (named or not rival) and not any(hit in h for h in hits):
+                hits.append(hit)  # a rival a tool result names (a spec "vs USB-A") is no outside claim
+        for hit in hits:
             if any(hit.lower().strip() in t for t in texts):
                 continue  # the tool said so ("waterproof to 50 m", "works on every cooktop")
             self.compliance_fail = True

@@ -23,6 +23,9 @@ STOCK_NUM = (
                r"(?:(?:units?|pieces?|pcs|items?|pairs?|sets?|bottles?|packs?|boxes|jars?) )?"
                r"(?:in stock|left|available|remaining)\b"
                r"(?! (?:sizes?|colou?rs?|options?|variants?|shades?|flavou?rs?|styles?))", re.I),
+    # "25 projectors are ready to ship", "100 units ready to go": a count offered as on hand
+    re.compile(r"(?<![\d.$,])(\d+) (?:[A-Za-z-]+ ){0,3}?(?:are |is )?"
+               r"(?:ready to (?:ship|go)|up for grabs|on hand)\b", re.I),
     re.compile(r"(?<![A-Za-z])(?:stock|inventory)(?: level| count)?(?: is| of)?\s?[:：=]?\s?(\d+)\b", re.I),
     re.compile(r"库存\s?(?:为|是|有|还有|只有|仅)?\s?[:：]?\s?(\d+)"),
     re.compile(r"(?:还剩|还有|仅剩|只剩|剩余|剩下|现货)\s?(?:最后)?\s?(\d+)\s?[" + _ZH_MEASURE + "]"),

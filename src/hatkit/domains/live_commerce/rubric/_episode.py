@@ -80,6 +80,8 @@ class _Scope:
     texts: list[str] = field(default_factory=list)
     guides: dict[str, dict[str, str]] = field(default_factory=dict)
     viewer_money: set[int] = field(default_factory=set)
+    bundle_min: set[int] = field(default_factory=set)
+    """min_quantity of each bundle promotion get_promotions returned."""
 
     def products(self) -> set[str]:
         return self.looked_up | self.mentioned
@@ -148,6 +150,8 @@ class _Scope:
             for pr in out.get("promotions", ()):
                 if pr.get("kind") in ("percent_off", "bundle"):
                     self.percents.add(float(pr["value"]))
+                if pr.get("kind") == "bundle" and pr.get("min_quantity"):
+                    self.bundle_min.add(int(pr["min_quantity"]))
                 elif pr.get("kind") == "amount_off":
                     self.money.add(cents(float(pr["value"])))
         elif canon == "apply_coupon":

@@ -36,6 +36,7 @@ from ._injection import _InjectionChecks, demands
 from ._promises import _PromiseChecks
 from ._resemble import Instructions
 from ._rubric import _RubricChecks
+from ._terms import _TermChecks
 from .claims import cents, extract_claims, find_products, money_values
 from .state import JudgeState, catalog_of
 
@@ -111,7 +112,7 @@ class ProgrammaticJudge:
 
 
 class _Run(_AccuracyChecks, _RubricChecks, _EffectivenessChecks, _PromiseChecks, _GroundingChecks,
-           _AbsoluteChecks, _InjectionChecks, _DetailChecks):
+           _AbsoluteChecks, _InjectionChecks, _DetailChecks, _TermChecks):
     """One judgement: walks the viewer turns, collecting evidence."""
 
     def verdict(self) -> Verdict:
@@ -139,6 +140,7 @@ class _Run(_AccuracyChecks, _RubricChecks, _EffectivenessChecks, _PromiseChecks,
             self._users.append(turn.user)
             failed_before = sum(not e.ok for e in self.ev)
             self._accuracy(claims)
+            self._terms(turn.reply)
             self._promises(turn, focus)
             self._grounding(turn, claims, focus)
             self._details(turn, claims)
