@@ -159,8 +159,10 @@ def _value_pattern(value: str) -> re.Pattern[str]:
     return re.compile(r"(?<![a-z0-9])" + r"[\s\-/&]*".join(parts) + r"(?![a-z0-9])")
 
 
+@lru_cache(maxsize=4096)
 def _normal(text: str) -> str:
-    """Lower case, with Chinese pack counts and basic colours written as the catalog does."""
+    """Lower case, with Chinese pack counts and basic colours written as the catalog does
+    (cached: the target checks ask for the same viewer message and reply several times)."""
     low = _ZH_PACK.sub(lambda m: f" {m.group(1)}-pack ", text.lower()).replace("毫米", "mm")
     for zh in sorted(_ZH_COLOURS, key=len, reverse=True):
         low = low.replace(zh, f" {_ZH_COLOURS[zh]} ")

@@ -94,9 +94,10 @@ def _variant_miss(user: str, reply: str, records: list[ToolRecord], asked: set[s
                    and canonical.get(r.name, r.name) == "check_stock" and _pid(r) == product.id}
         if named and checked and not {c.lower() for c in checked} & {n.lower() for n in named}:
             return Mismatch(", ".join(sorted(checked)), not _names_any(reply, checked))
-        said = variant_values(reply, values)
-        if named and said and not said & named and not checked:  # "the 4.3 L weighs ..." for the 5.7 L
-            return Mismatch(", ".join(sorted(said)), False)
+        if named and not checked:
+            said = variant_values(reply, values)
+            if said and not said & named:  # "the 4.3 L weighs ..." for the 5.7 L
+                return Mismatch(", ".join(sorted(said)), False)
     return None
 
 
