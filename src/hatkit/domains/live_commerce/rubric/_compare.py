@@ -25,6 +25,7 @@ from functools import lru_cache
 from hatkit.judge.patterns import FastPattern
 
 from ..catalog import Catalog, load_catalog
+from ._degree import degree
 
 _CAP = re.compile(r"\b[A-Z][A-Za-z]*[a-z][A-Za-z]*\b")
 """A capitalised name with a lower-case letter (Anker, AirPods; not SPF, LIVE15)."""
@@ -106,9 +107,8 @@ def _rivals(reply: str, known: frozenset[str]) -> list[tuple[int, str]]:
 
 def _compares(clause: str) -> re.Match[str] | None:
     """A comparative, superlative, out- verb or equivalence in `clause`."""
-    from ._absolute import _degree  # the gradable vocabulary lives there (imported late: no cycle)
 
-    return _degree(clause) or _EQUAL.search(clause)
+    return degree(clause) or _EQUAL.search(clause)
 
 
 @lru_cache(maxsize=4096)
