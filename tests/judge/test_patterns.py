@@ -51,3 +51,18 @@ def test_the_judge_config_compiles_harness_patterns_as_fast_patterns() -> None:
     reply = "The Daily Barrier Moisturizer can help alleviate rosacea symptoms."
     assert cfg.compliance_any.search(reply) is not None
     assert cfg.compliance_any.search("It ships in two days.") is None
+
+
+def test_per_object_computes_once_per_object_by_identity() -> None:
+    from hatkit.domains.live_commerce.rubric._memo import per_object
+
+    calls: list[int] = []
+
+    @per_object
+    def size(d: dict[str, int]) -> int:
+        calls.append(len(d))
+        return len(d)
+
+    a, b = {"x": 1}, {"x": 1}  # equal, not the same object
+    assert size(a) == size(a) == 1 and calls == [1]
+    assert size(b) == 1 and calls == [1, 1]

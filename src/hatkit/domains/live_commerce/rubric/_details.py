@@ -28,6 +28,7 @@ from hatkit.judge.patterns import FastPattern
 
 from ._episode import _Turn
 from ._features import unfounded_feature
+from ._memo import per_object
 from ._quantities import quantities, source_quantities, supported, word_quantities
 from ._run import _RunBase
 from .claims import NEGATION, Claim, Lexicon, clause_before
@@ -259,32 +260,19 @@ class _DetailChecks(_RunBase):
         return None
 
 
-_CATALOG_WORDS: dict[int, tuple[Lexicon, frozenset[str]]] = {}
-
-
+@per_object
 def _catalog_words(lex: Lexicon) -> frozenset[str]:
     """Words of the store's product names and brands (a name is the store's vocabulary), per lexicon."""
-    hit = _CATALOG_WORDS.get(id(lex))
-    if hit is None or hit[0] is not lex:
-        words = frozenset(w for p in lex.products.values()
-                          for w in _SOURCE_WORD.findall(f"{p.name} {p.brand}".lower()))
-        hit = _CATALOG_WORDS[id(lex)] = (lex, words)
-    return hit[1]
+    return frozenset(w for p in lex.products.values()
+                     for w in _SOURCE_WORD.findall(f"{p.name} {p.brand}".lower()))
 
 
-_RULE_QUANTITIES: dict[int, tuple[Mapping[str, Any], list[tuple[float, tuple[str, float] | None]]]] = {}
-
-
+@per_object
 def _rule_quantities(rules: Mapping[str, Any]) -> list[tuple[float, tuple[str, float] | None]]:
     """The numbers of a harness's rules with the units their names give (per rules object)."""
-    hit = _RULE_QUANTITIES.get(id(rules))
-    if hit is None or hit[0] is not rules:
-        if len(_RULE_QUANTITIES) >= 512:  # many harness variants in RL: keep memory bounded
-            _RULE_QUANTITIES.clear()
-        known: list[tuple[float, tuple[str, float] | None]] = []
-        source_quantities(dict(rules), known)
-        hit = _RULE_QUANTITIES[id(rules)] = (rules, known)
-    return hit[1]
+    known: list[tuple[float, tuple[str, float] | None]] = []
+    source_quantities(dict(rules), known)
+    return known
 
 
 _PRODUCT_QUANTITIES: dict[tuple[int, str], tuple[Lexicon, list[tuple[float, tuple[str, float] | None]]]] = {}

@@ -17,6 +17,7 @@ from hatkit.judge.numbers import digits_for_words
 
 from ._details import _DetailChecks
 from ._episode import _Turn
+from ._memo import per_object
 from .claims import Claim, Lexicon
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)(?![\d])")
@@ -59,20 +60,13 @@ def _walk_numbers(x: Any, out: set[float], counts: bool = False) -> None:
         out |= _numbers_in(x)
 
 
-_RULE_NUMBERS: dict[int, tuple[Mapping[str, Any], frozenset[float]]] = {}
-
-
+@per_object
 def _rule_numbers(rules: Mapping[str, Any]) -> frozenset[float]:
     """The numbers of a harness's rules, once per rules object (every trace of a harness
     shares it)."""
-    hit = _RULE_NUMBERS.get(id(rules))
-    if hit is None or hit[0] is not rules:
-        found: set[float] = set()
-        _walk_numbers(dict(rules), found)
-        if len(_RULE_NUMBERS) > 256:
-            _RULE_NUMBERS.clear()
-        hit = _RULE_NUMBERS[id(rules)] = (rules, frozenset(found))
-    return hit[1]
+    found: set[float] = set()
+    _walk_numbers(dict(rules), found)
+    return frozenset(found)
 
 
 def _product_numbers(lex: Lexicon, pid: str) -> frozenset[float]:
@@ -87,21 +81,15 @@ def _product_numbers(lex: Lexicon, pid: str) -> frozenset[float]:
     return hit
 
 
-_ATTRIBUTES: dict[int, tuple[Lexicon, frozenset[str]]] = {}
-
-
+@per_object
 def _attribute_words(lex: Lexicon) -> frozenset[str]:
     """Words of the catalog's materials, and its hyphenated spec words ("bpa-free", "dishwasher-safe"),
     that at most three products use (per lexicon)."""
-    hit = _ATTRIBUTES.get(id(lex))
-    if hit is None or hit[0] is not lex:
-        seen: Counter[str] = Counter()
-        for p in lex.products.values():
-            seen.update({w for v in p.materials for w in _WORD.findall(v.lower())}
-                        | {w for v in p.specs.values() for w in _WORD.findall(v.lower()) if "-" in w})
-        rare = frozenset(w for w, n in seen.items() if n <= 3 and w not in _COMMON)
-        hit = _ATTRIBUTES[id(lex)] = (lex, rare)
-    return hit[1]
+    seen: Counter[str] = Counter()
+    for p in lex.products.values():
+        seen.update({w for v in p.materials for w in _WORD.findall(v.lower())}
+                    | {w for v in p.specs.values() for w in _WORD.findall(v.lower()) if "-" in w})
+    return frozenset(w for w, n in seen.items() if n <= 3 and w not in _COMMON)
 
 
 def _product_words(lex: Lexicon, ids: Iterable[str]) -> set[str]:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from ._memo import per_object
 from .claims import Lexicon, find_products
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
@@ -56,18 +57,9 @@ _PART = re.compile(r"[a-z]+|\d+(?:\.\d+)?|[^\sa-z\d\-/&]+")
 _ZH_PACK = re.compile(r"(\d+)\s*(?:片|支|件|个|袋|盒)装")
 
 
-_CACHE: dict[int, tuple[Lexicon, dict[str, str]]] = {}
-
-
+@per_object
 def _distinctive(lex: Lexicon) -> dict[str, str]:
     """Word -> product id, for brand-like words of one product's name only (cached per lexicon)."""
-    hit = _CACHE.get(id(lex))
-    if hit is None or hit[0] is not lex:
-        hit = _CACHE[id(lex)] = (lex, _build_distinctive(lex))
-    return hit[1]
-
-
-def _build_distinctive(lex: Lexicon) -> dict[str, str]:
     owners: dict[str, set[str]] = {}
     for p in lex.products.values():
         words = _WORD.findall(p.name)
@@ -140,17 +132,12 @@ def _by_variant(text: str, lex: Lexicon) -> set[str]:
     return hits if len(hits) == 1 else set()
 
 
-_COLOURS: dict[int, tuple[Lexicon, list[tuple[re.Pattern[str], str]]]] = {}
-
-
+@per_object
 def _colours(lex: Lexicon) -> list[tuple[re.Pattern[str], str]]:
     """(pattern, product id) for every colour name longer than three letters (cached per lexicon)."""
-    hit = _COLOURS.get(id(lex))
-    if hit is None or hit[0] is not lex:
-        pairs = {(v.color, p.id) for p in lex.products.values() for v in p.variants
-                 if v.color and len(v.color) > 3}
-        hit = _COLOURS[id(lex)] = (lex, [(_value_pattern(c), pid) for c, pid in sorted(pairs)])
-    return hit[1]
+    pairs = {(v.color, p.id) for p in lex.products.values() for v in p.variants
+             if v.color and len(v.color) > 3}
+    return [(_value_pattern(c), pid) for c, pid in sorted(pairs)]
 
 
 @lru_cache(maxsize=4096)
