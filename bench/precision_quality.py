@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 model = tiny_local_model(precision=prec, max_batch=CPU_SETTINGS.batch_size)
             else:
                 model = load_model(f"{args.model}@{prec}", max_batch=CPU_SETTINGS.batch_size)
-            tok = getattr(model, "tokenizer", None) or getattr(model, "tok", None)
+            tok = model.tok
             rows[prec] = run_one(model, n, Path(tmp) / prec)
             del model
     base, base_replies, base_s = rows["fp32"]
@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         result, replies, seconds = rows[prec]
         p = compare(base, result)
         same = sum(a == b for a, b in zip(base_replies, replies, strict=True)) / len(replies)
-        lead = leading_agreement(tok, base_replies, replies) if tok is not None else float("nan")
+        lead = leading_agreement(tok, base_replies, replies)
         print(f"{prec:>9} {p.other_rate:8.3f} {p.diff:+7.3f} [{p.lo:+.3f}, {p.hi:+.3f}] {p.other_only:4d} "
               f"{p.base_only:4d} {same:9.2f} {lead:11.2f} {seconds / n:7.2f} {base_s / seconds:7.2f}x")
         out[prec] = {"success": p.other_rate, "diff": p.diff, "lo": p.lo, "hi": p.hi, "won": p.other_only,

@@ -134,9 +134,9 @@ class Lexicon:
     names: dict[str, str] = field(default_factory=dict)
     """Product id -> name."""
     found: dict[str, tuple[Claim, ...]] = field(default_factory=dict, compare=False, repr=False)
-    """`find_products` per text: the checks ask about one viewer message five or six times."""
+    """Memos: `find_products` per text (asked five or six times a viewer message), and `numbers`
+    the numbers each product's catalog entry states (grounding)."""
     numbers: dict[str, frozenset[float]] = field(default_factory=dict, compare=False, repr=False)
-    """Product id -> the numbers its catalog entry states (grounding)."""
 
 
 def _content(token: str) -> bool:
@@ -181,16 +181,13 @@ def lexicon(catalog: Catalog | None = None) -> Lexicon:
     return hit
 
 
-_FOUND_MAX = 4096
-
-
 def find_products(text: str, lex: Lexicon | None = None) -> list[Claim]:
     """Product mentions: full names, unique word sequences of a name ("Pullover Hoodie"),
     and ids (EL-003), case-insensitive, longest match first, without overlaps."""
     lex = lex or lexicon()
     hit = lex.found.get(text)
     if hit is None:
-        if len(lex.found) >= _FOUND_MAX:
+        if len(lex.found) >= 4096:  # bounded: RL judges many distinct messages
             lex.found.clear()
         hit = lex.found[text] = tuple(_find_products(text, lex))
     return list(hit)
