@@ -13,7 +13,9 @@ ceiling     batch / ((weight bytes + KV bytes) / bandwidth) tokens/s, where weig
             shared prefix's K/V once plus each row's own tokens (mean over the decode).
 generate    `model.generate`, greedy, given a copy of the prefix's KV cache per row (batch 8
             repeats the first question: it cannot pad between a cached prefix and a suffix).
-hatkit      `decode_batch` (LocalModel's decoder) with the prefix cache warm.
+hatkit      `decode_batch` (LocalModel's decoder) with the prefix cache warm, on weights
+            pre-packed for the CPU's matrix kernels as LocalModel runs it (models/packing.py).
+unpacked    the same decoder on the weights as stored (before packing; packing_speedup_*).
             Every row decodes --new-tokens tokens (end-of-turn ignored); tokens/s = generated
             tokens / wall seconds of the call (the suffix prefill included, the prefix not).
 agreement   bf16 and int8 against fp32 on the batch-8 prompts: the share of fp32's greedy
@@ -34,6 +36,7 @@ Prints a table, then one JSON object as the last line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -115,11 +118,13 @@ def prompts(model: LocalModel, n: int) -> tuple[list[int], list[list[int]]]:
 
 
 def run_hatkit(model: LocalModel, prefix: list[int], suffixes: list[list[int]],
-               new: int) -> tuple[float, list[list[int]]]:
+               new: int, packed: bool = True) -> tuple[float, list[list[int]]]:
+    """decode_batch as LocalModel runs it (on packed weights), or on the weights as stored."""
     cache = model._prefix_cache(tuple(prefix))  # warm: computed before, reused here
-    t = time.perf_counter()
-    rows, _ = decode_batch(model.model, cache, len(prefix), suffixes, eos_id=-1, max_new_tokens=new)
-    seconds = time.perf_counter() - t
+    with model.packed() if packed else contextlib.nullcontext():
+        t = time.perf_counter()
+        rows, _ = decode_batch(model.model, cache, len(prefix), suffixes, eos_id=-1, max_new_tokens=new)
+        seconds = time.perf_counter() - t
     return seconds, [r.token_ids for r in rows]
 
 
@@ -195,10 +200,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             sfx = suffixes[:batch]
             kv = (len(prefix) + sum(map(len, sfx)) + batch * new / 2) * kv_tok
             ceiling = batch * bw / (w + kv)
-            for engine in ("generate", "hatkit"):
-                if engine == "hatkit":
-                    secs, toks = run_hatkit(m, prefix, sfx, new)
-                    if batch == 8:
+            for engine in ("generate", "unpacked", "hatkit"):
+                if engine in ("unpacked", "hatkit"):
+                    secs, toks = run_hatkit(m, prefix, sfx, new, packed=engine == "hatkit")
+                    if batch == 8 and engine == "hatkit":
                         outputs[prec] = toks
                 else:
                     secs = run_generate(m, prefix, sfx[0], batch, new)
@@ -225,13 +230,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         "bf16_speedup_bs1": rows["hatkit bf16 b1"]["tokens_per_s"] / rows["hatkit fp32 b1"]["tokens_per_s"],
         "bf16_speedup_bs8": rows["hatkit bf16 b8"]["tokens_per_s"] / rows["hatkit fp32 b8"]["tokens_per_s"],
         "hatkit_bf16_bs8_share": rows["hatkit bf16 b8"]["share_of_ceiling"],
+        **{f"packing_speedup_{p}_bs{b}": rows[f"hatkit {p} b{b}"]["tokens_per_s"]
+           / rows[f"unpacked {p} b{b}"]["tokens_per_s"] for p in ("fp32", *CHEAPER) for b in (1, 8)},
     }
     for p in agree:
         print(f"{p} vs fp32 greedy agreement: {agree[p]:.1%} of fp32's tokens (teacher-forced); leading "
               f"identical tokens per row {leading[p]} of {new}")
     print("goals: " + "; ".join(f"{k} {v:.2f} (>= {GOALS[k]}: {'met' if v >= GOALS[k] else 'NOT met'})"
                                 for k, v in figures.items() if k in GOALS))
-    print("bf16 (no goal): " + "; ".join(f"{k} {v:.2f}" for k, v in figures.items() if k not in GOALS))
+    print("no goal: " + "; ".join(f"{k} {v:.2f}" for k, v in figures.items() if k not in GOALS))
     load_after = os.getloadavg()[0]
     print(json.dumps({
         "bench": BENCH, "model": base.model_id, "prefix_tokens": len(prefix),

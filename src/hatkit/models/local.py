@@ -25,7 +25,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from .base import ModelOutput, ModelRequest
 from .chat_format import ChatTemplateFormat
 from .decoding import RowKV, common_prefix_len, decode_batch, decode_one_speculative
 from .errors import BackendUnavailable, ContextTooLong
+from .packing import PackedLinears
 from .precision import apply_precision, precision_of, resolve_precision
 from .speculative import SpecStats
 
@@ -75,7 +77,8 @@ class LocalModel:
                  speculative: str | None = None, num_draft: int = 8, max_ngram: int = 3,
                  min_ngram: int = 1, draft_model: Any = None, draft_tokenizer: Any = None,
                  draft_tokens: int = 5, precision: str | None = None,
-                 row_cache_size: int = 32, draft_heads: Any = None) -> None:
+                 row_cache_size: int = 32, draft_heads: Any = None,
+                 pack_weights: bool = True) -> None:
         """`precision` ("fp32", "bf16", "int8", "int8h", "auto"; None: as loaded) converts
         `model`'s weights in place (pass a copy to keep the original); `self.precision` names
         what it runs in.
@@ -94,7 +97,12 @@ class LocalModel:
         `row_cache_size`: how many finished rows keep their keys and values (after the shared
         prefix), so that a later call whose prompt continues one (the next turn of an agent
         episode: the conversation so far plus a tool result) prefills only the new tokens; 0
-        turns it off. About 45 KB a token for the default model; at most ROW_CACHE_BYTES in all."""
+        turns it off. About 45 KB a token for the default model; at most ROW_CACHE_BYTES in all.
+
+        `pack_weights` (CPU): the Linear layers run on weights pre-packed for the CPU's matrix
+        kernels during each call (`packing.py`: about 2.5x faster layers at batch 8 in fp32,
+        2x at batch 1 in bf16, for a packed copy of the weights: +780 MB fp32, +270 MB bf16
+        for the default model)."""
         if draft_model is not None and speculative is None:
             speculative = "draft"
         if draft_heads is not None and speculative is None:
@@ -127,6 +135,7 @@ class LocalModel:
         self._draft_cache: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self.spec = SpecStats()
         self.model = model.eval()
+        self._packing = PackedLinears(model) if pack_weights else None
         self.tok = tokenizer
         self.model_id = model_id
         template = str(getattr(tokenizer, "chat_template", "") or "")
@@ -297,8 +306,22 @@ class LocalModel:
 
         return on_token
 
+    @contextmanager
+    def packed(self) -> Iterator[None]:
+        """The block runs the model on packed weights (when `pack_weights`; see packing.py)."""
+        if self._packing is None:
+            yield
+            return
+        with self._packing.active():
+            yield
+
     def _generate_batch(self, reqs: list[ModelRequest],
                         sinks: Sequence[TextSink | None] = ()) -> list[ModelOutput]:
+        with self.packed():
+            return self._decode_batch(reqs, sinks)
+
+    def _decode_batch(self, reqs: list[ModelRequest],
+                      sinks: Sequence[TextSink | None] = ()) -> list[ModelOutput]:
         first = reqs[0]
         prompts = [list(r.prompt_ids or []) for r in reqs]
         p_len = first.prefix_len if self.use_prefix_cache else 0
