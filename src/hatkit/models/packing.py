@@ -42,7 +42,8 @@ def packing_kind(weight: Any) -> str | None:
         return None
     if weight.dtype == torch.bfloat16 and torch.backends.mkldnn.is_available() and cpu_has_bf16_matmul():
         return "bf16"
-    if weight.dtype == torch.float32 and torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear"):
+    mkl = torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")
+    if weight.dtype == torch.float32 and mkl:
         return "fp32"
     return None
 
