@@ -40,9 +40,10 @@ def packing_kind(weight: Any) -> str | None:
 
     if weight.device.type != "cpu" or weight.dim() != 2:
         return None
-    if weight.dtype == torch.bfloat16 and torch.backends.mkldnn.is_available() and cpu_has_bf16_matmul():
+    onednn = bool(torch.backends.mkldnn.is_available())  # type: ignore[no-untyped-call]
+    if weight.dtype == torch.bfloat16 and onednn and cpu_has_bf16_matmul():
         return "bf16"
-    mkl = torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")
+    mkl = torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")  # type: ignore[no-untyped-call]
     if weight.dtype == torch.float32 and mkl:
         return "fp32"
     return None
