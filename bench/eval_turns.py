@@ -11,7 +11,12 @@ model mostly answers in one turn, which a row cache cannot speed up. The script 
 seconds, model calls and the prompt tokens the row cache spared, and how many episodes got the same
 replies (a continued row's cached keys were computed in a batched step, so a near-tie can
 round the other way). Run it from another revision's tree to time that code alone (a LocalModel
-without `row_cache_size` runs the "off" mode only). `--smoke`: the tiny random model, 2 cases.
+without `row_cache_size` runs the "off" mode only).
+
+`--compare packing`: the same episodes with the Linear weights as stored ("off") and
+pre-packed for the CPU's matrix kernels ("on", models/packing.py, LocalModel's default), row
+cache on in both; `--precision` is the evaluation's weight precision (default auto: bf16 where
+the CPU multiplies bf16 in hardware, as `hatkit eval` runs). `--smoke`: the tiny random model, 2 cases.
 The last line is one JSON object.
 """
 
@@ -51,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--model", default="local", help="checkpoint folder, or 'local' (default model)")
     ap.add_argument("--cases", type=int, default=16, help="live_qa test cases")
     ap.add_argument("--batch-size", type=int, default=16, help="episodes decoded together")
+    ap.add_argument("--compare", choices=("rows", "packing"), default="rows",
+                    help="row cache off/on, or weights as stored/pre-packed")
+    ap.add_argument("--precision", default=None, help="weights: fp32, bf16, int8, auto (default: as loaded)")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, 2 cases (seconds)")
     args = ap.parse_args(argv)
     if args.smoke:
@@ -61,13 +69,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     cases = sim_cases(domain, harness.rules, args.cases, seed=0)
     smoke: dict[str, Any] = {"max_new_tokens": 8, "max_model_calls": 2} if args.smoke else {}
     settings = EvalSettings(batch_size=args.batch_size, **smoke)
-    off: dict[str, Any] = {"row_cache_size": 0} if has_rows else {}
-    modes = [("off", off)] + ([("on", {})] if has_rows else [])
+    if args.compare == "packing":
+        modes: list[tuple[str, dict[str, Any]]] = [("off", {"pack_weights": False}), ("on", {})]
+    else:
+        off: dict[str, Any] = {"row_cache_size": 0} if has_rows else {}
+        modes = [("off", off)] + ([("on", {})] if has_rows else [])
     figures: dict[str, dict[str, Any]] = {}
     replies: dict[str, list[str]] = {}
     base: LocalModel | None = None
     for name, kwargs in modes:
         kwargs = {**kwargs, "max_batch": args.batch_size}
+        if base is None and args.precision:
+            kwargs["precision"] = args.precision
         model = _model(args.model, args.smoke, **kwargs) if base is None else LocalModel(
             base.model, base.tok, base.model_id, **kwargs)
         base = base or model
@@ -77,13 +90,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         started = time.perf_counter()
         eps = run_cases(model, harness, cases, domain=domain, settings=settings, suite="live_qa")
         seconds = time.perf_counter() - started
-        check_episodes(BENCH, eps.traces, f"row cache {name}")
+        check_episodes(BENCH, eps.traces, f"{args.compare} {name}")
         replies[name] = [t.final_reply for t in eps.traces]
         figures[name] = {"seconds": round(seconds, 2), "s_per_episode": round(seconds / len(cases), 3),
                          "model_calls": sum(t.timings.model_calls for t in eps.traces),
                          "row_tokens_reused": int(model.stats.get("row_tokens_reused", 0)),
                          "row_hits": int(model.stats.get("row_hits", 0))}
-    print(f"{'row cache':10} {'seconds':>8} {'s/episode':>10} {'model calls':>12} {'tokens reused':>14}")
+    print(f"{args.compare:10} {'seconds':>8} {'s/episode':>10} {'model calls':>12} {'tokens reused':>14}")
     for name, f in figures.items():
         print(f"{name:10} {f['seconds']:8.1f} {f['s_per_episode']:10.2f} {f['model_calls']:12d} "
               f"{f['row_tokens_reused']:14d}")
@@ -95,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     import torch
 
     print(json.dumps({"bench": BENCH, "model": args.model if not args.smoke else "tiny",
-                      "cases": len(cases), "batch_size": args.batch_size, "modes": figures,
+                      "cases": len(cases), "batch_size": args.batch_size, "compare": args.compare,
+                      "precision": base.precision if base else None, "modes": figures,
                       "identical_replies": same, "hatkit": __version__, "torch": torch.__version__,
                       "python": platform.python_version(), "threads": torch.get_num_threads()}))
 

@@ -44,7 +44,8 @@ def test_fp32_packed_rows_do_not_depend_on_their_batch() -> None:
         with PackedLinears(net).active():
             two, full = net(x[:2]), net(x)
             one, wide = net(x[:1]), net(torch.randn(3 * PACK_ROWS, 96))
-    assert torch.equal(two, full[:2])
+            chunked = net(torch.cat([x, x[:3]]))  # 11 rows: two packed calls
+    assert torch.equal(two, full[:2]) and torch.equal(chunked[PACK_ROWS:], full[:3])
     assert torch.allclose(full, plain, atol=1e-4, rtol=1e-4)
     assert torch.equal(one, plain_one)  # one row (and prefill widths) keep F.linear
     assert wide.shape == (3 * PACK_ROWS, 160)

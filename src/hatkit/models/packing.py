@@ -11,9 +11,9 @@ model) and reused while the weights do not change: resident memory grew by 780 M
 
 - bf16 (where the CPU multiplies bf16 in hardware): oneDNN's packed weight for every call,
   any number of rows; outputs are bit-identical to `F.linear` (tested).
-- fp32: MKL's packed weight for 2..PACK_ROWS rows, the rows padded to PACK_ROWS (a packed
-  product is only valid at the row count it was packed for, and 8 padded rows cost about what
-  2 do); 1 row and prefill widths keep `F.linear`, which is as fast there. A row's output
+- fp32: MKL's packed weight for 2..MAX_PACKED_ROWS rows, PACK_ROWS at a time, padded (a
+  packed product is only valid at the row count it was packed for, and 8 padded rows cost
+  about what 2 do); 1 row and prefill widths keep `F.linear`, which is as fast there. A row's output
   does not depend on the other rows of its batch (tested), but differs from `F.linear`'s in
   the last bits (another summation order).
 
@@ -30,6 +30,10 @@ from typing import Any
 
 PACK_ROWS = 8
 """The row count fp32 weights are packed for (LocalModel's default batch)."""
+MAX_PACKED_ROWS = 2 * PACK_ROWS
+"""fp32 inputs of up to this many rows run packed, PACK_ROWS at a time (two packed calls of
+8 rows cost less than one `F.linear` of 16; at 24 rows the two were even); wider ones
+(prefill) keep `F.linear`."""
 
 
 def packing_kind(weight: Any) -> str | None:
@@ -77,12 +81,14 @@ class _Packed:
                 return torch.nn.functional.linear(x, module.weight, bias)
             return torch.ops.mkldnn._linear_pointwise(x, self.weight, bias, "none", [], "")
         rows = x.numel() // x.shape[-1]
-        if not 1 < rows <= PACK_ROWS or x.dtype != torch.float32 or torch.is_grad_enabled():
+        if not 1 < rows <= MAX_PACKED_ROWS or x.dtype != torch.float32 or torch.is_grad_enabled():
             return torch.nn.functional.linear(x, module.weight, bias)
         flat = x.reshape(rows, x.shape[-1])
-        if rows < PACK_ROWS:
-            flat = torch.nn.functional.pad(flat, (0, 0, 0, PACK_ROWS - rows))
-        y = torch.ops.mkl._mkl_linear(flat.contiguous(), self.weight, module.weight, bias, PACK_ROWS)
+        chunks = -(-rows // PACK_ROWS)
+        if rows < chunks * PACK_ROWS:
+            flat = torch.nn.functional.pad(flat, (0, 0, 0, chunks * PACK_ROWS - rows))
+        y = torch.cat([torch.ops.mkl._mkl_linear(part.contiguous(), self.weight, module.weight, bias,
+                                                 PACK_ROWS) for part in flat.split(PACK_ROWS)])
         return y[:rows].reshape(*x.shape[:-1], y.shape[-1])
 
 
