@@ -87,7 +87,8 @@ def _classes() -> tuple[type[Any], type[Any]]:
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             flat = x.reshape(-1, self.in_features).float()
-            s = torch.linalg.vector_norm(flat, float("inf"), -1, keepdim=True).clamp_min(1e-30)
+            # the inf-norm as abs().amax(): the same numbers, 4-7x faster than vector_norm's
+            s = flat.abs().amax(-1, keepdim=True).clamp_min(1e-30)
             y: torch.Tensor = torch.ops.quantized.linear_with_input_q_dq_qweight_dq_output_fp32(
                 flat / s, 1.0 / self.levels, self.levels + 1, self.packed) * s
             if self.bias is not None:
