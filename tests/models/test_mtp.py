@@ -11,7 +11,7 @@ from test_speculative import CASES, _request
 
 from hatkit.models.local import LocalModel
 from hatkit.models.mtp import DraftHeadsMismatch, MTPHeads
-from hatkit.train.draft import _labels, train_heads
+from hatkit.train.draft import _labels, greedy_rows, segment_starts, train_heads
 from tiny import tiny_llama, tiny_tokenizer
 
 SYSTEM = "you are a shop host. " * 4
@@ -61,6 +61,33 @@ def test_labels_follow_only_the_targets_own_greedy_path() -> None:
     # from t=2 on the path leaves the text at position 4 (greedy[3]=4 != ids[4]=9): head 1 stops
     assert (2, 0, 4) in got and not any(t == 2 and i == 1 for t, i, _ in got)
     assert not any(t == 5 for t, _, _ in got)  # nothing after the last token
+
+
+def test_own_replies_are_the_targets_greedy_continuations_of_each_trained_segment() -> None:
+    """A data row's text leaves the target's path; greedy_rows has the target write its own
+    reply from the start of each trained segment, so every trained position is on its path."""
+    net, tok = _target(5)
+    plain = LocalModel(net, tok, "tiny")
+    data = []
+    for i in range(3):  # two trained segments per row, text the target would not write
+        req = _request(plain, SYSTEM, f"item {i} colours?", max_new_tokens=4)
+        p = list(req.prompt_ids or [])
+        ids = p + [40, 41, 42, 2] + [50, 51] + [43, 44, 2]
+        data.append((ids, [0] * len(p) + [1] * 4 + [0, 0] + [1] * 3))
+    assert segment_starts(data[0][1]) == [len(data[0][0]) - 9, len(data[0][0]) - 3]
+    seen: list[tuple[str, int, int]] = []
+    own = greedy_rows(net, tok, data, segments=5, max_new_tokens=10, progress=lambda *a: seen.append(a))
+    assert len(own) == 5 and seen[-1] == ("greedy", 5, 5)
+    for ids, mask in own:
+        n = sum(mask)
+        context = ids[: len(ids) - n]
+        req = _request(plain, SYSTEM, "x")
+        again = plain.generate([type(req)([], prompt_ids=context, max_new_tokens=10)])[0]
+        assert ids[len(context):] == again.token_ids and mask == [0] * len(context) + [1] * n
+        with torch.inference_mode():
+            greedy = net(torch.tensor([ids])).logits[0].argmax(-1)  # type: ignore[operator]
+        on_path = _labels(ids, mask, greedy, k=1)
+        assert len(on_path) >= n - 2  # every trained position but the last ones labels head 0
 
 
 def test_trained_heads_guess_the_targets_tokens_and_speed_up_acceptance(tmp_path: Path) -> None:
@@ -120,9 +147,11 @@ def test_train_draft_cli_saves_heads_the_checkpoint_then_decodes_with(tmp_path: 
     bad = CliRunner().invoke(app, ["train", "draft", str(ckpt), "--data", str(tmp_path / "none")])
     assert bad.exit_code == 1 and "hatkit data build" in bad.output
     r = CliRunner().invoke(app, ["train", "draft", str(ckpt), "--data", str(data), "--steps", "5",
-                                 "--kept", "32", "--heads", "2"])
+                                 "--kept", "32", "--heads", "2", "--own-replies", "12"])
     assert r.exit_code == 0, r.output
     assert "held-out accuracy" in r.output and (ckpt / "draft_heads" / "heads.json").is_file()
+    assert "7 own replies written (the data has 7 trained segments); accuracy below on 1 of the " \
+        "target's own replies" in " ".join(r.output.split())
     m = LocalModel.from_pretrained(ckpt, speculative="mtp")
     plain = LocalModel.from_pretrained(ckpt)
     req = _request(plain, SYSTEM, "price?", max_new_tokens=12)

@@ -134,6 +134,10 @@ def train_draft(
     steps: Annotated[int, typer.Option(min=1, help="Optimiser steps (batches of 512 positions).")] = 300,
     lr: Annotated[float, typer.Option(help="Peak learning rate (linear decay).")] = 1e-3,
     max_rows: Annotated[int | None, typer.Option(help="Use at most this many rows.")] = None,
+    own_replies: Annotated[int, typer.Option(min=0, help="Trained segments of the data at which "
+                                             "the target writes its own greedy reply to learn "
+                                             "from (a tenth held out for the accuracy shown); "
+                                             "0: the data's text only.")] = 256,
     out: Annotated[Path | None, typer.Option(help="Where to write the heads; default "
                                              "CHECKPOINT/draft_heads, where serving finds them.")] = None,
 ) -> None:
@@ -141,11 +145,13 @@ def train_draft(
 
     The heads read the target's last hidden state and guess the next few tokens, so one
     target pass verifies several (`hatkit serve --model CKPT --speculative mtp`,
-    `hatkit bench latency --model CKPT`). Prints each head's held-out accuracy: the share of
-    positions where its guess equals the target's greedy token."""
+    `hatkit bench latency --model CKPT`). The target first writes its own greedy replies at
+    `--own-replies` places in the data (what a draft meets when it serves; the data's text
+    leaves the target's path). Prints each head's held-out accuracy: the share of positions
+    where its guess equals the target's greedy token, on own replies no head trained on."""
     from ..models.mtp import HEADS_DIR, weights_hash
     from ..train.checkpoint import resolve_model
-    from ..train.draft import train_heads
+    from ..train.draft import greedy_rows, train_heads
     from ..train.runtime import load_causal_lm
     from ..train.sft import read_rows
 
@@ -164,15 +170,21 @@ def train_draft(
     _say(f"{len(rows)} rows from {data}/{mode}/{split}; target {folder}")
     bar, _ = _progress_bar("reading the target's greedy tokens")
     task = bar.tasks[0].id
+    labels = {"greedy": "the target writes its own replies", "target": "reading the target's greedy tokens",
+              "heads": "training the heads"}
 
     def show(phase: str, done: int, total: int) -> None:
-        label = "reading the target's greedy tokens" if phase == "target" else "training the heads"
-        bar.update(task, description=label, completed=done, total=total)
+        bar.update(task, description=labels[phase], completed=done, total=total)
 
     with bar:
-        result, report = train_heads(model, rows, num_heads=heads, kept=kept, steps=steps, lr=lr,
-                                     eos_id=tok.eos_token_id, target_hash=weights_hash(folder),
-                                     progress=show)
+        own = greedy_rows(model, tok, rows, segments=own_replies, progress=show) if own_replies else []
+        n_held = max(1, len(own) // 10) if len(own) >= 2 else 0
+        result, report = train_heads(model, own[n_held:] + rows, num_heads=heads, kept=kept, steps=steps,
+                                     lr=lr, eos_id=tok.eos_token_id, target_hash=weights_hash(folder),
+                                     progress=show, heldout_rows=own[:n_held] if n_held else None)
+    where_held = f"{n_held} of the target's own replies" if n_held else "held-out data rows"
+    asked = f" (the data has {len(own)} trained segments)" if own_replies > len(own) else ""
+    _say(f"{len(own)} own replies written{asked}; accuracy below on {where_held}")
     dest = result.save(out or folder / HEADS_DIR)
     table = Table(title=f"draft heads -> {dest}")
     for col in ("head", "guesses token", "held-out accuracy", "positions"):

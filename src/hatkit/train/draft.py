@@ -5,6 +5,13 @@ per row and without gradient; head i learns the target's own greedy choice i + 1
 its next token, only where the target's greedy choices up to there equal the text: the path the
 target itself decodes, so the draft learns what speculative decoding will meet. Only the heads
 train (a few million parameters), on batches of positions drawn from all rows.
+
+The data's own text leaves the target's path wherever the target would have written something
+else, and those are the places a draft meets most: heads trained on data rows alone guessed
+0.90 / 0.84 / 0.78 / 0.74 on held-out data rows but 0.73 / 0.66 / 0.58 / 0.53 on the target's
+own domain replies (cpu-sitting Fixed-SFT). `greedy_rows` therefore adds the target's own
+replies: at the start of each trained segment of a row, the target decodes greedily from the
+conversation so far, and the whole continuation is on its path.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from torch import nn
 
 from ..models.mtp import MTPHeads, forward_hidden
 
-__all__ = ["HeadsReport", "kept_tokens", "train_heads"]
+__all__ = ["HeadsReport", "greedy_rows", "kept_tokens", "train_heads"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,48 @@ def kept_tokens(sequences: Iterable[Sequence[int]], limit: int, always: Iterable
     counts = Counter(t for seq in sequences for t in seq)
     keep = [t for t, _ in counts.most_common(max(0, limit))]
     return sorted(set(keep) | set(always))
+
+
+def segment_starts(mask: Sequence[int]) -> list[int]:
+    """Positions where a trained segment (a run of mask 1) begins."""
+    return [j for j in range(1, len(mask)) if mask[j] and not mask[j - 1]]
+
+
+def greedy_rows(model: Any, tokenizer: Any, rows: Sequence[tuple[list[int], list[int]]], *,
+                segments: int = 256, max_new_tokens: int = 160, seed: int = 0,
+                progress: Callable[[str, int, int], None] | None = None,
+                ) -> list[tuple[list[int], list[int]]]:
+    """(input_ids, loss_mask) rows of the target's own greedy replies: up to `segments` trained
+    segments drawn from `rows`, each the conversation before it (mask 0) and the target's
+    greedy continuation from there (mask 1; up to its end-of-turn or `max_new_tokens`).
+
+    Decoded by LocalModel (batches of 8, the shared leading tokens of all rows cached once)."""
+    from ..models.base import ModelRequest
+    from ..models.local import LocalModel
+
+    starts = [(r, s) for r, (_, mask) in enumerate(rows) for s in segment_starts(mask)]
+    gen = torch.Generator().manual_seed(seed)
+    picked = [starts[i] for i in sorted(torch.randperm(len(starts), generator=gen)[:segments].tolist())]
+    if not picked:
+        return []
+    contexts = [rows[r][0][:s] for r, s in picked]
+    shared = min(len(c) for c in contexts)
+    for c in contexts:
+        shared = next((i for i in range(shared) if c[i] != contexts[0][i]), shared)
+    shared = min(shared, min(len(c) for c in contexts) - 1)
+    local = LocalModel(model, tokenizer, "draft-target", max_batch=8, row_cache_size=0)
+    out: list[tuple[list[int], list[int]]] = []
+    for i in range(0, len(contexts), 8):
+        chunk = contexts[i:i + 8]
+        reqs = [ModelRequest([], prompt_ids=c, prefix_len=shared, max_new_tokens=max_new_tokens)
+                for c in chunk]
+        for c, o in zip(chunk, local.generate(reqs), strict=True):
+            if o.token_ids:
+                out.append((c + list(o.token_ids), [0] * len(c) + [1] * len(o.token_ids)))
+        if progress is not None:
+            progress("greedy", min(i + 8, len(contexts)), len(contexts))
+    local.clear_caches()
+    return out
 
 
 def _targets(model: Any, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -77,18 +126,24 @@ def train_heads(model: Any, rows: Sequence[tuple[list[int], list[int]]], *, num_
                 kept: int = 4096, steps: int = 200, lr: float = 1e-3, heldout: float = 0.1,
                 eos_id: int | None = None, target_hash: str = "", seed: int = 0,
                 progress: Callable[[str, int, int], None] | None = None,
+                heldout_rows: Sequence[tuple[list[int], list[int]]] | None = None,
                 ) -> tuple[MTPHeads, HeadsReport]:
     """Fit heads on (input_ids, loss_mask) rows of the target's domain conversations.
 
     The target runs once per row (no gradient); only the heads train, on batches of positions
-    drawn from all rows. A `heldout` share of rows is kept out and scored per head.
+    drawn from all rows. A `heldout` share of rows is kept out and scored per head, or
+    `heldout_rows` when given (e.g. target replies no head trained on).
     `progress(phase, done, total)`: phase "target" per row read, then "heads" per step."""
     if not rows:
         raise ValueError("no rows to train draft heads on")
     gen = torch.Generator().manual_seed(seed)
     order = torch.randperm(len(rows), generator=gen).tolist()
-    n_held = max(1, round(heldout * len(rows))) if len(rows) > 1 else 0
-    held, train = [rows[i] for i in order[:n_held]], [rows[i] for i in order[n_held:]]
+    if heldout_rows is not None:
+        held, train = list(heldout_rows), [rows[i] for i in order]
+    else:
+        n_held = max(1, round(heldout * len(rows))) if len(rows) > 1 else 0
+        held, train = [rows[i] for i in order[:n_held]], [rows[i] for i in order[n_held:]]
+    total_rows = len(held) + len(train)
     was_training = model.training
     model.eval()
     seen = [0]
@@ -99,7 +154,7 @@ def train_heads(model: Any, rows: Sequence[tuple[list[int], list[int]]], *, num_
             hidden, greedy = _targets(model, list(ids))
             seen[0] += 1
             if progress is not None:
-                progress("target", seen[0], len(rows))
+                progress("target", seen[0], total_rows)
             trip = _labels(ids, mask, greedy, num_heads)
             if trip:
                 hs.append(hidden)
