@@ -9,6 +9,7 @@ from hatkit.judge.verdict import Evidence
 from ._absolute import without_product_names
 from ._memo import per_object
 from ._run import _RunBase
+from ._usage import unsafe_use
 from .claims import NEGATION, clause_before
 
 _PRIVATE = re.compile(r"\W*(?:is|are|stays?|remains?) (?:private|confidential|secret|internal)|"
@@ -145,6 +146,17 @@ class _RubricChecks(_RunBase):
             self.ev.append(Evidence("compliance", hit, False, "a health question declined, not answered",
                                     "hook:health_topics"))
             self.acc(hit, False, "an efficacy claim (the product's data makes none)", "hook:health_topics")
+
+    def _usage(self, reply: str, user: str, focus: set[str]) -> None:
+        """A yes to a risky use (a child, water, heat, unattended...) the product's data does
+        not support is unsafe advice (see _usage)."""
+        if not focus:
+            return
+        products = [f.p for f in self._facts(focus)]
+        hit = unsafe_use(without_product_names(user, self.lex.catalog),
+                         without_product_names(reply, self.lex.catalog), products)
+        if hit is not None:
+            self.acc(hit, False, "a use the product's data supports (this one is unsafe)", "rubric:usage_safety")
 
     def _compliance(self, reply: str) -> None:
         if not self.cfg.compliance_any.search(reply):
