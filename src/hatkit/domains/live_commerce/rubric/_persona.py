@@ -43,7 +43,8 @@ _HEADER = FastPattern(
     r"^\W{0,3}(?:query|search|lookup|system|api|tool) (?:result|response|output)s?\s*[:：]|"
     r"^\W{0,3}(?:查询|搜索|系统)(?:结果|回复|消息)\s*[:：]", re.M)
 """A system header: a bracketed tag or an upper-case line before the text, an end marker."""
-_FIELD = FastPattern(r"(?:^|[.;。；]\s*)(?:[A-Z][A-Za-z]+(?: [A-Za-z]+){0,3}|[\u4e00-\u9fff]{2,6})\s*[:：]\s*\S")
+_FIELD = FastPattern(r"(?:^|[.;。；]\s*)(?:[A-Z][A-Za-z]+(?: [A-Za-z]+){0,3}|[\u4e00-\u9fff]{2,6})"
+                     r"\s*[:：]\s*\S")
 """One "Field: value" entry at the start of a sentence."""
 
 

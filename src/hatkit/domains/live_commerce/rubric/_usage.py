@@ -44,7 +44,8 @@ def _risk(name: str, asked: str, data: str) -> Risk:
 
 RISKS: tuple[Risk, ...] = (
     _risk("child", r"\b(?:bab(?:y|ies)|infants?|newborns?|toddlers?|kids?|kiddos?|child(?:ren)?|little ones?|"
-          r"(?:my )?(?:son|daughter|niece|nephew)|\d+[- ]?(?:year|yr|month|mo)s?[- ]?olds?|\d+\s?(?:yo|y/o))\b|"
+          r"(?:my )?(?:son|daughter|niece|nephew)|\d+[- ]?(?:year|yr|month|mo)s?[- ]?olds?|\d+\s?(?:yo|"
+          r"y/o))\b|"
           r"宝宝|婴儿|孩子|小孩|儿童|幼儿|小朋友|娃|[\d一两二三四五六七八九十]+个?(?:月大?|岁)",
           r"\b(?:child(?:ren)?|infants?|kids?|toddlers?|bab(?:y|ies)|family|under \d+)\b"),
     _risk("pregnancy", r"\bpregnan\w*|\bexpecting\b|\bbreast-?feed\w*|\bnursing\b|孕|哺乳|准妈妈|怀宝宝",
@@ -60,8 +61,10 @@ RISKS: tuple[Risk, ...] = (
     _risk("dryer", r"\b(?:tumble|dryer|machine[- ]dry)\w*|烘干|烘衣|滚筒", r"\btumble dry\b"),
     _risk("dishwasher", r"\bdish ?washer\b|洗碗机", r"\bdish ?washer\b"),
     _risk("microwave", r"\bmicrowav\w*|微波", r"\bmicrowav\w*"),
-    _risk("unattended", r"\bovernight\b|\bunattended\b|\ball night\b|\b(?:fall|falling|drift\w*) (?:off|asleep)|"
-          r"\b(?:while|when) (?:i'?m |i am )?(?:asleep|sleep\w*|away|out|at work)\b|\bgo(?:ing)? to (?:bed|sleep)|"
+    _risk("unattended", r"\bovernight\b|\bunattended\b|\ball night\b|\b(?:fall|falling|drift\w*) (?:off|"
+        r"asleep)|"
+          r"\b(?:while|when) (?:i'?m |i am )?(?:asleep|sleep\w*|away|out|at work)\b|"
+          r"\bgo(?:ing)? to (?:bed|sleep)|"
           r"睡觉|睡着|过夜|整晚|通宵|不在家|没人看",
           r"\bunattended\b|\bovernight\b|\bsleep\w*"),
     _risk("checked bag", r"\bchecked\b|\bcheck(?:ed)? (?:it |bag|luggage)|\bsuitcase\b|\bhold luggage\b|托运",
@@ -69,14 +72,17 @@ RISKS: tuple[Risk, ...] = (
     _risk("counter", r"\b(?:on the |out on the )?counter(?:top)?\b|\broom temp\w*|\bout of the fridge\b|"
           r"\bunrefrigerated\b|\bin (?:the|my) car\b|常温|室温|不放冰箱|放外面",
           r"\broom temperature\b|\bcounter\b|\bunrefrigerated\b|\bshelf[- ]stable\b"),
-    _risk("mixing", r"\bmix(?:ed|ing)? (?:it |them )?with\b|\blayer(?:ed|ing)? (?:it |them )?(?:with|under|over)\b|"
+    _risk("mixing", r"\bmix(?:ed|ing)? (?:it |them )?with\b|\blayer(?:ed|ing)? (?:it |them )?(?:with|"
+        r"under|over)\b|"
           r"\bcombine\w* (?:it |them )?with\b|\b(?:alongside|together with) (?:my |a |the )?(?:retinol|"
           r"vitamin|acid|bleach|\w+ serum)|混用|混合|一起用|叠加使用", r"\bmix\w*|\blayer\w*|\bcombin\w*"),
-    _risk("frequency", r"\bevery (?:day|night|morning|hour)\b|\bdaily\b|\btwice a day\b|\b\d+ times a (?:day|week)\b|"
+    _risk("frequency", r"\bevery (?:day|night|morning|hour)\b|\bdaily\b|\btwice a day\b|"
+        r"\b\d+ times a (?:day|week)\b|"
           r"\bmore than (?:once|\d+)|每天|天天|每晚|一天\S{1,2}次|早晚",
           r"\b(?:every|daily|times a|once a|twice a|reapply|evenings?|mornings?)\b"),
     _risk("heat", r"\b\d{2,3}\s?(?:°\s?[CF]?|º|degrees?|deg|C)\b|\d{2,3}\s?(?:度|℃)|"
-          r"\b(?:iron|straightener|curl\w*|oven|stove|hair ?dryer|blow ?dryer|heat\w*)\b[^.?!]{0,30}?\b\d{2,3}\b",
+          r"\b(?:iron|straightener|curl\w*|oven|stove|hair ?dryer|blow ?dryer|"
+          r"heat\w*)\b[^.?!]{0,30}?\b\d{2,3}\b",
           r"(?:\b(?:up to|max(?:imum)?|to)\s|-)\d{2,3} ?C\b"),
 )
 """Risky uses the data must support before a host says yes to them."""
@@ -86,11 +92,13 @@ _ASKS = FastPattern(
     r"alright|still|for (?:my|a|our)|go in|survive|handle)\b|吗|么|能不能|可不可以|行不行|能否|可以")
 """The question asks permission or suitability (with a risk it is a yes/no on safety)."""
 _DECLINE_OPEN = FastPattern(
-    r"^\W*(?:no\b|nope|nah\b|not\b|sorry|unfortunately|afraid not|i(?:'d| would)(?:n't| not)|please (?:don't|do not|never|avoid)|"
+    r"^\W*(?:no\b|nope|nah\b|not\b|sorry|unfortunately|afraid not|i(?:'d| would)(?:n't| not)|"
+    r"please (?:don't|do not|never|avoid)|"
     r"don't|do not|never|avoid|best not|better not|hold off|skip|careful|heads up|"
     r"不|别|抱歉|最好(?:不要|别)|建议(?:不要|别)|千万别|请勿|注意)", re.I)
 _CAUTION = FastPattern(
-    r"\b(?:check|consult|ask|talk to|speak (?:to|with)|run it by) (?:with )?(?:your |a |the )?(?:doctor|vet|veterinarian|"
+    r"\b(?:check|consult|ask|talk to|speak (?:to|with)|run it by) (?:with )?(?:your |a |the )?(?:doctor|"
+    r"vet|veterinarian|"
     r"pediatrician|paediatrician|gp|midwife|pharmacist|physician|dermatologist|ob-?gyn)|\bnot recommended\b|"
     r"\bnot (?:safe|suitable|meant|made|designed|rated|for)\b|\bkeep (?:it |them )?(?:away|out of reach)\b|"
     r"\bout of reach\b|\bsupervis\w*|\bnever leave\b|\bdon'?t leave\b|\bwouldn'?t recommend\b|"
@@ -98,9 +106,11 @@ _CAUTION = FastPattern(
 """A caution anywhere in the reply: the host did not say yes unreservedly."""
 _AFFIRM = FastPattern(
     r"\b(?:yes|yep|yeah|yup|sure(?:ly)?|totally|absolutely|definitely|of course|go (?:for it|ahead)|fine|"
-    r"ok(?:ay)?|alright|safe|no (?:problem|worries|issue)s?|(?:won't|wouldn't|can't|doesn't) (?:hurt|harm|matter)|"
+    r"ok(?:ay)?|alright|safe|no (?:problem|worries|issue)s?|(?:won't|wouldn't|can't|doesn't) (?:hurt|harm|"
+    r"matter)|"
     r"no harm|good to go|covered|handles?|built for|made for|(?:pick|choice|option|fit|match) for|"
-    r"little ones|both work|works?)\b|可以|没问题|放心|没事儿?|不要紧|没关系|适合|都行|完全能|当然能|能的|行的|都能")
+    r"little ones|both work|works?)\b|"
+    r"可以|没问题|放心|没事儿?|不要紧|没关系|适合|都行|完全能|当然能|能的|行的|都能")
 _CLAUSE = re.compile(r"[^.!?;。！？；\n]+")
 _DATA_CLAUSE = re.compile(r"[^.;,()]+|\([^)]*\)")
 _DATA_NEG = re.compile(r"\b(?:not?|never|do not|don't|avoid|without|nor)\b", re.I)
@@ -128,11 +138,13 @@ def stance(reply: str, said: list[str]) -> str | None:
         return None
     for m in _CLAUSE.finditer(reply):
         clause = m.group(0)
-        if any(w.lower() in clause.lower() for w in said) and NEGATION.search(clause) and not _AFFIRM.search(clause):
+        named = any(w.lower() in clause.lower() for w in said)
+        if named and NEGATION.search(clause) and not _AFFIRM.search(clause):
             return None  # the risk named in a negated clause: a warning
     for m in _CLAUSE.finditer(reply):
         clause = m.group(0)
-        if (a := _AFFIRM.search(clause)) is not None and not NEGATION.search(clause[max(0, a.start() - 14):a.start()]):
+        a = _AFFIRM.search(clause)
+        if a is not None and not NEGATION.search(clause[max(0, a.start() - 14):a.start()]):
             return clause.strip()
     return None
 
@@ -157,8 +169,8 @@ def supported(risk: Risk, said: str, user: str, p: Product) -> bool:
             continue
         if risk.name == "child" and (under := _UNDER.search(clause)) and (age := _AGE.search(user)):
             months = _int(age.group(1)) * (1 if age.group(3) else 12)
-            limit = int(under.group(1)) * (1 if (under.group(2) or "").startswith("month") else 12)
-            if months < limit:
+            floor = int(under.group(1)) * (1 if (under.group(2) or "").startswith("month") else 12)
+            if months < floor:
                 return False
             yes = True
             continue
