@@ -11,6 +11,7 @@ from ._ask import _AskReader, _blank
 from ._episode import _Turn
 from ._facets import _FacetChecks
 from ._facts import _ProductFacts
+from ._persona import machine_voice
 from ._promises import _DONE, _GRANT, _RETURN_YES
 from ._quantities import text_quantities
 from ._target import _TargetChecks
@@ -70,7 +71,8 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
                  + cfg.num("effectiveness_weight_length") * length
                  + cfg.num("effectiveness_weight_style") * style)
         broken = turn.fallback or turn.raw == self.a.fallback
-        hit = next((m.group(0) for p in cfg.persona if (m := p.search(reply))), None) or self.persona_break
+        hit = (next((m.group(0) for p in cfg.persona if (m := p.search(reply))), None) or self.persona_break
+               or machine_voice(reply, str(self.a.rules.get("host_name") or "")))
         if broken or hit:
             self.ev.append(Evidence("effectiveness", tag + (hit or "fallback reply"), False,
                                     "the host persona, not a fallback", "hook:persona_breaks"))

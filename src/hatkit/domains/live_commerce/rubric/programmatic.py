@@ -153,6 +153,7 @@ class _Run(_AccuracyChecks, _RubricChecks, _EffectivenessChecks, _PromiseChecks,
             if not self.compliance_fail:
                 self._health(turn.reply, turn.user)
             self._absolute(turn.reply)
+            self._safety(turn.reply, turn.user, focus)
             self.turn_scores.append(self._effectiveness(turn, claims, focus, category, attempt, k))
         return self._finish()
 
