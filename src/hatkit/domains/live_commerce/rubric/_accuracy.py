@@ -10,6 +10,7 @@ from typing import Any
 from hatkit.harness import load_harness
 
 from ..variants import HARNESS_DIR
+from ._derive import approximate, counts, derivable, rebind_all, rounding
 from ._episode import PRICE_TOOLS
 from ._facts import _Agent, _ProductFacts
 from ._policy import negated_here
@@ -60,8 +61,15 @@ def _named(facts: list[_ProductFacts], claims: list[Claim], c: Claim) -> list[_P
 class _AccuracyChecks(_RunBase):
     """Claim checks: each claim of a reply against the tools, rules and catalog."""
 
+    _claims: list[Claim]
+    _stated: list[Claim]
+    """This reply's claims (rebound, see _derive) and its amounts: the working a derived amount uses."""
+
     def _accuracy(self, claims: list[Claim]) -> None:
         facts = self._facts(self.scope.products())
+        claims = rebind_all(self._reply, claims)
+        self._claims = claims
+        self._stated = [c for c in claims if c.kind == "money" and c.value is not None]
         for c in claims:
             if c.kind == "money":
                 self._money(c, facts)
@@ -123,8 +131,22 @@ class _AccuracyChecks(_RunBase):
             expected = "a price, saving, fee or threshold this episode supports"
         ok = _near(v, allowed, self.tol) if not c.bound else any(
             (0.9 if c.bound == "just_under" else 0.5) * v <= a <= v + self.tol for a in allowed)
+        if not ok and not c.bound and c.role in ("price", "saving", "total", "amount"):
+            ok = self._derived(c, v, facts)
         source = f"catalog:{c.product_id}.price" if c.role == "price" and c.product_id else "catalog+tools"
         self.chk(c, ok, "" if ok else expected, source)
+
+    def _derived(self, c: Claim, v: int, facts: list[_ProductFacts]) -> bool:
+        """`v` follows from the reply's other amounts and the episode's (see _derive)."""
+        s = self.scope
+        stated = [cents(x.value or 0) for x in self._stated if x.start != c.start and not approximate(
+            self._reply, x)]
+        stated += s.viewer_money
+        bases = {cents(f.p.price) for f in facts}
+        pcts = {x.value for x in self._claims if x.kind == "percent" and x.value} | {
+            x for f in facts for x in (*f.percents_promo, *f.percents_coupon)}
+        ks = counts(self._reply, *self._users[-1:]) | s.bundle_min
+        return derivable(v, stated, bases, ks, pcts, rounding(self._reply, c, v, self.tol))
 
     def _stale(self, v: int, names: Iterable[str], as_money: bool = True) -> str:
         ref = self.a.reference_rules
