@@ -49,6 +49,12 @@ _LIST_CUE = re.compile(r"(?:from|was|list(?: price)?|usually|normally|regular(?:
 _EN_SPAN = re.compile(r"\b(?:a (?:full |whole )?month|one month)\b|\b(\d+) weeks?\b|\ba week\b", re.I)
 _ZH_SPAN = re.compile(r"一个?月|一个?(?:星期|礼拜)|一周")
 _EN_CENTS = re.compile(r"(?<![\w$.])(\d+) dollars? (?:and )?(\d{1,2}) cents?\b", re.I)
+_EN_DOLLARS_TAIL = re.compile(
+    rf"(?<![\w$.])(\d+) dollars? (?:and )?({_EN_2DIGIT})(?![\w-])(?!\s?(?:{_EN_AFTER}))", re.I)
+"""Cents said as a bare number after the dollars: "one hundred four dollars thirty" = $104.30."""
+_EN_RATE = re.compile(r"(?:\btimes|\bonce|\btwice|\bx|\bper|\bevery)\s*$", re.I)
+_ZH_RATE = re.compile(r"[^，。,.！？；]{0,4}?次")
+"""A span that is a rate, not a window: "three times a week", "一周先用3次"."""
 
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
               "八": 8, "九": 9}
@@ -128,9 +134,10 @@ def digits_for_words(text: str) -> str:
     if _EN_NUMBER.search(text):
         text = _EN_NUMBER.sub(lambda m: str(_en_value(m.group(1))), text)
         text = _EN_CENTS.sub(lambda m: f"${int(m.group(1))}.{int(m.group(2)):02d}", text)
+        text = _EN_DOLLARS_TAIL.sub(lambda m: f"${int(m.group(1))}.{_en_value(m.group(2)):02d}", text)
     text = _EN_SPAN.sub(_span_days, text)
     if any("\u4e00" <= c <= "\u9fff" or c == "〇" for c in text):
-        text = _ZH_SPAN.sub(lambda m: "30天" if "月" in m.group(0) else "7天", text)
+        text = _ZH_SPAN.sub(_zh_span, text)
         text = _ZH_MONEY_ONLY_TAIL.sub(lambda m: str(_ZH_DIGITS[m.group(1)]), text)
         text = _ZH_NUMBER.sub(_zh_replace, text)
         text = _ZH_MONEY_TAIL.sub(
@@ -138,8 +145,20 @@ def digits_for_words(text: str) -> str:
     return text
 
 
+def _zh_span(m: re.Match[str]) -> str:
+    """"一个月" -> "30天", "一周" -> "7天"; "一周用3次" (a rate) is "每周用3次", no window."""
+    if m.string[max(0, m.start() - 1):m.start()] == "每":
+        return m.group(0)[1:]  # 每一周: 每周
+    if _ZH_RATE.match(m.string, m.end()):
+        return "每" + m.group(0)[1:]
+    return "30天" if "月" in m.group(0) else "7天"
+
+
 def _span_days(m: re.Match[str]) -> str:
-    """"three weeks" -> "21 days", "a month" -> "30 days": a window stated in days."""
+    """"three weeks" -> "21 days", "a month" -> "30 days": a window stated in days; "twice a week"
+    (a rate) stays."""
+    if _EN_RATE.search(m.string, max(0, m.start() - 12), m.start()):
+        return m.group(0)
     if m.group(1):
         return f"{7 * int(m.group(1))} days"
     return "7 days" if "week" in m.group(0).lower() else "30 days"
