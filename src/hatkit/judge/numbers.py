@@ -25,7 +25,7 @@ _EN_AFTER = (r"(?:business |working |calendar )?days?\b|weeks?\b|hours?\b|minute
 _EN_NUMBER = re.compile(
     rf"(?<![\w-])((?:{_EN_WORD})(?:(?:-| and | )(?:{_EN_WORD}))*)(?=\s?(?:{_EN_AFTER}))", re.I)
 _EN_ONLY = re.compile(r"\b(just|only) (one|two|three|four|five|six|seven|eight|nine|ten)\b"
-                      r"(?=(?: [\w-]+){0,6}? (?:left|remaining|in stock)\b)", re.I)
+                      r"(?=(?: [\w-]+){0,8}? (?:left|remaining|in stock)\b)", re.I)
 _EN_SIMPLE = "|".join(sorted([*_EN_UNITS, *_EN_TENS], key=len, reverse=True))
 _EN_2DIGIT = (rf"(?:(?:{'|'.join(_EN_TENS)})(?:-(?:{'|'.join(w for w in _EN_UNITS if _EN_UNITS[w] < 10)}))?|"
               rf"{'|'.join(w for w in _EN_UNITS if _EN_UNITS[w] >= 10)})")

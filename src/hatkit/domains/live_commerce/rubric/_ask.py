@@ -16,6 +16,8 @@ _ASK = {k: FastPattern(v) for k, v in {
     "price": r"how much|\bprice|on sale|what (?:does|do|would|will)\b.{0,40}\bcost|\bpay\b|"
              r"\b(?:going|selling|sells|go) for\b|多少钱|价格|价位|"
              r"卖多少|什么价|原价|售价|打折",
+    "saving": r"\bsav(?:e|es|ing|ings)\b|\bhow much (?:off|cheaper|less)\b|省(?:多少|了多少|下多少)|"
+              r"便宜了?多少",
     "deals": r"(?<!real )(?<!big )\bdeals?\b|promo|coupon|\bcodes?\b|discount|\bstack|freebie|"
              r"优惠|活动|促销|满减|赠品|折扣",
     "stock": r"in stock|\bstock\b|availab|any left|\bleft\b|still got|do you have|have it|sold out|"
@@ -91,7 +93,7 @@ class _AskReader(_RunBase):
             return ["compare"]
         if _ASK["request"].search(text) and not _ASK["returns"].search(text):
             return ["request"]  # a concession asked for: a yes or a no answers it
-        asked = [k for k in ("price", "deals", "stock", "delivery", "fee", "returns", "escalation", "size")
+        asked = [k for k in ("price", "saving", "deals", "stock", "delivery", "fee", "returns", "escalation", "size")
                  if _ASK[k].search(text)]
         if "escalation" in asked:  # a complaint: "arrived damaged" asks for help, not delivery days
             asked = [a for a in asked if a not in ("delivery", "fee", "stock")]

@@ -7,6 +7,7 @@ import re
 from hatkit.agent.trace import ok_record
 from hatkit.judge.verdict import Evidence
 
+from ._answers import explained_failure, refused_option, yes_no_answer, yes_no_question
 from ._ask import _AskReader, _blank
 from ._episode import _Turn
 from ._facets import _FacetChecks
@@ -49,6 +50,9 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         if getattr(self, "invented", False):  # a specific detail stated, though unfounded: an answer
             parts = dict.fromkeys(parts, 1.0)
         parts = self._facet_parts(_blank(turn.user, find_products(turn.user, self.lex)), reply, parts, focus)
+        if explained_failure(reply, turn.records) or (  # "I couldn't find AP-021": why it cannot answer
+                len(parts) == 1 and yes_no_question(turn.user) and refused_option(reply)):
+            parts = dict.fromkeys(parts, 1.0)  # "can I pay for express?" "express isn't available"
         if self.off_target or self._about_another(turn, claims, asked):
             self.ev.append(Evidence("effectiveness", f"{tag}answers about another product", False,
                                     "the product asked about", "rubric:effectiveness"))
@@ -144,6 +148,8 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
                 if v.strip()]
             if key:  # "battery" asked: "battery with ANC" answers it too
                 values += [v for f in facts for k, v in f.p.specs.items() if k != key and k.startswith(key)]
+            if not key and yes_no_question(turn.user) and yes_no_answer(reply):
+                return 1.0  # "is it waterproof?" "Not fully: 40 minutes": the no is the answer
             # "does it float?" needs more than a number of the product
             loose = bool(key) or not _YES_NO_ASK.search(turn.user)
             return float(any(_spec_in(v, low) or (loose and _same_quantity(v, reply)) for v in values)) \
@@ -183,6 +189,9 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         fits = [g["fit"] for g in guides if "fit" in g]
         if not advice and not fits:
             return 1.0  # no size guide for this product: nothing more to state
+        if fits and _FIT_ASK.search(user) and not _GUIDE_ASK.search(user):  # "does it run small?"
+            return float(any(_spec_in(x.split(";")[0], low) or _zh_fit(x, low) for x in fits)
+                         or bool(_FIT_SAID.search(low)))
         said = {float(x) for x in _NUM.findall(low)}
         got = any(_spec_in(a, low) or any(m.group(1) in low or _cm_in(m.group(1), said)
                                           for m in _CM.finditer(a)) for a in advice)
@@ -239,6 +248,11 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
 
 _FIT_SAID = re.compile(r"runs? (?:small|large|big|true)|true to size|(?:size|order) (?:up|down)|"
                        r"偏小|偏大|正码|(?:大|小)一码|标准码", re.I)
+_FIT_ASK = re.compile(r"runs? (?:small|large|big|true)|true to size|(?:size|order) (?:up|down)|"
+                      r"偏小|偏大|正码|标准码|大一码|小一码", re.I)
+_GUIDE_ASK = re.compile(r"size guide|measure|dimension|chest|waist|length|\bcm\b|\bwhat size\b|which size|"
+                        r"尺码表|尺寸|胸围|腰围|多大|穿什么码|选什么码|哪个码", re.I)
+"""A fit question ("does it run small?") is answered by the fit; a guide question needs its values."""
 _ANAPHOR = re.compile(r"\b(?:it|it's|its|this(?: one)?|that(?: one)?|they|they're)\b|它|这款|这个|这件", re.I)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
 _WORDS = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")

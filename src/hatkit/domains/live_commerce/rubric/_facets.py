@@ -27,6 +27,8 @@ _ASKED = {k: FastPattern(v) for k, v in {
     "delivery": r"how (?:long|fast|soon)\b.{0,30}(?:ship|deliver|arriv|get here)|shipping time|deliver|"
                 r"when (?:would|will|can|does)\b.{0,30}(?:arriv|come|get)|多久能到|几天|到货|送达|多久到",
     "fee": r"shipping (?:cost|fee)|cost to ship|free shipping|\bfee\b|运费|包邮|免邮",
+    "gift": r"\bfree gifts?\b|\bfreebies?\b|gift with|\bbonus (?:item|gift)|comes? with (?:a |any )?gifts?|"
+            r"赠品|送什么|送不送|有送|有没有送|礼品",
     "express": r"\bexpress\b|expedit|overnight|加急|特快|加快",
     "colour": r"colou?rs?\b|shades?\b|颜色|色号|什么色|哪些色|几种色",
     "sizes": r"what sizes|which sizes|sizes (?:do|does|are|come)|size range|哪些尺码|什么尺码|"
@@ -70,6 +72,8 @@ _VALUE = {k: FastPattern(v) for k, v in {
                r"final sale|no returns|non-returnable|can(?:not|'t) be returned|"
                r"不退|不能退|不支持退|不可退|不予退",
     "minimum": r"\$\s?\d|\d\s?(?:dollars|美元|块|元|刀)|no minimum|没有门槛|无门槛",
+    "gift": r"\bfree (?!shipping|delivery|returns?)[a-z]|\bgifts?\b|\bbonus\b|throws? in|comes with|"
+            r"no (?:gift|freebie)|送|赠|礼品|没有赠品",
 }.items()}
 """Stated values (or honest negatives) of a facet: enough to rescue a fallback aspect."""
 _WORDS = {k: FastPattern(v) for k, v in {
