@@ -23,7 +23,8 @@ _EXPLAINED = re.compile(
     r"\b(?:couldn'?t|could not|can'?t|cannot|wasn'?t able to|was unable to|unable to|am not able to)\s+"
     r"(?:\w+\s+){0,2}?(?:find|locate|look (?:it |that |this )?up|pull (?:it |that )?up|check|get|see|access)\b|"
     r"\b(?:didn'?t|did not|doesn'?t|does not)\s+(?:come up|show up|exist|match)\b|"
-    r"\bno (?:product|item|listing|match(?:es)?|results?)\b|\bnot (?:in|on) (?:our|the) (?:catalog|shop|store)\b|"
+    r"\bno (?:product|item|listing|match(?:es)?|results?)\b|\b(?:there'?s|there is|it has|has) no\b|"
+    r"\b(?:doesn'?t|does not) have (?:a|an|any)\b|\bnot (?:in|on) (?:our|the) (?:catalog|shop|store)\b|"
     r"\b(?:isn'?t|is not|wasn'?t|was not) (?:in|on) (?:our|the) (?:catalog|shop|store)\b|"
     r"\b(?:system|lookup|tool) (?:is |was )?(?:down|erroring|not responding)\b|"
     r"没(?:有)?查到|查不到|找不到|没(?:有)?找到|没有这个|不存在|暂时(?:无法|查不了|没法)|系统(?:出错|故障|繁忙)",

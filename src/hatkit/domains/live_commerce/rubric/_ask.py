@@ -15,7 +15,8 @@ from .claims import Claim, find_products
 _ASK = {k: FastPattern(v) for k, v in {
     "price": r"how much|\bprice|on sale|what (?:does|do|would|will)\b.{0,40}\bcost|\bpay\b|"
              r"\b(?:going|selling|sells|go) for\b|多少钱|价格|价位|"
-             r"卖多少|什么价|原价|售价|打折",
+             r"卖多少|什么价|原价|售价|打折|"
+             r"\btotal\b|\ball in\b|\b(?:shipped|delivered)\W*$|一共|总共|合计|总价|到手价",
     "saving": r"\bsav(?:e|es|ing|ings)\b|\bhow much (?:off|cheaper|less)\b|省(?:多少|了多少|下多少)|"
               r"便宜了?多少",
     "deals": r"(?<!real )(?<!big )\bdeals?\b|promo|coupon|\bcodes?\b|discount|\bstack|freebie|"

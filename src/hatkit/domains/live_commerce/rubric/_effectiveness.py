@@ -50,13 +50,13 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         if getattr(self, "invented", False):  # a specific detail stated, though unfounded: an answer
             parts = dict.fromkeys(parts, 1.0)
         parts = self._facet_parts(_blank(turn.user, find_products(turn.user, self.lex)), reply, parts, focus)
-        if explained_failure(reply, turn.records) or (  # "I couldn't find AP-021": why it cannot answer
-                len(parts) == 1 and yes_no_question(turn.user) and refused_option(reply)):
-            parts = dict.fromkeys(parts, 1.0)  # "can I pay for express?" "express isn't available"
         if self.off_target or self._about_another(turn, claims, asked):
             self.ev.append(Evidence("effectiveness", f"{tag}answers about another product", False,
                                     "the product asked about", "rubric:effectiveness"))
             parts = dict.fromkeys(parts, 0.0)
+        if explained_failure(reply, turn.records) or (  # "I couldn't find AP-021": why it cannot answer
+                len(parts) == 1 and yes_no_question(turn.user) and refused_option(reply)):
+            parts = dict.fromkeys(parts, 1.0)  # "can I pay for express?" "express isn't available"
         for a, score in parts.items():
             self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,
                                     "" if score >= 1.0 else f"answered {score:.0%}", "rubric:effectiveness"))
@@ -102,8 +102,8 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         facts = self._facts(focus)
         money = [c for c in claims if c.kind == "money"]
         if aspect == "price":  # "express? how much?": the fee answers it
-            roles = ("price", "amount", "list", "fee") if _SHIP_WORDS.search(turn.user) else (
-                "price", "amount", "list")
+            roles = ("price", "amount", "list", "total", "fee") if _SHIP_WORDS.search(turn.user) else (
+                "price", "amount", "list", "total")
             return float(any(c.role in roles for c in money))
         if aspect == "saving":
             if not any(f.p.list_price > f.p.price for f in facts):
