@@ -25,6 +25,7 @@ _FEE_NEAR = re.compile(r"(?:shipping|delivery|postage|express|fee|运费|邮费|
                        r"(?:is|costs?|of|adds?|runs?|would be|will be|[:：]|是|要|为|费)?\s?$", re.I)
 _FEE_AFTER = re.compile(r"\s?(?:shipping|delivery fee|postage|(?:express |standard )?fee\b|运费|邮费)",
                         re.I)
+_FEE_NOUN = re.compile(r"shipping|deliver|postage|express|\bfee\b|运费|邮费|快递|加急", re.I)
 _THRESHOLD_NEAR = re.compile(
     r"(?:free (?:standard )?shipping|ships? free|free delivery|包邮|免运费|免邮|门槛|"
     r"\bunder|\bbelow|\bover|\babove|less than|more than|starts? at|kicks? in at|line(?: is| of)?|"
@@ -58,6 +59,8 @@ def rebind(reply: str, c: Claim, prev_end: int) -> Claim:
         role = "threshold"
     elif _TOTAL_NEAR.search(before) or _TOTAL_AFTER.match(reply, c.end):
         role = "total"
+    elif not _FEE_NOUN.search(reply, c.clause[0], c.start):
+        role = "amount"  # "otherwise it's wild sockeye, $15.19": a connective is no fee's name
     else:
         return c  # no nearer fact: the shipping word names it ("shipping runs you about $5")
     return Claim(c.kind, c.text, c.start, c.end, c.value, c.high, role, c.product_id, c.negated, c.clause,
