@@ -11,7 +11,9 @@ Binding: claim extraction gives an amount the role "fee" when a shipping word ap
 earlier in its clause. When that word is not the fact named nearest the amount ("free shipping
 starts at $99", "shipping is $6.99 under $99", "so $104.91 delivered"), the nearest cue names the
 fact: a free-shipping phrase or a comparison (under, over, starts at) makes it the threshold, a
-result word (so, total, delivered, 一共) a total.
+result word (so, total, delivered, 一共) a total; with no shipping word of its own since the
+previous amount (the one there names that amount: "$6.99 shipping, making it $66.24"; "otherwise"
+is a connective) it is a plain amount.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ _FEE_NEAR = re.compile(r"(?:shipping|delivery|postage|express|fee|运费|邮费|
                        r"(?:is|costs?|of|adds?|runs?|would be|will be|[:：]|是|要|为|费)?\s?$", re.I)
 _FEE_AFTER = re.compile(r"\s?(?:shipping|delivery fee|postage|(?:express |standard )?fee\b|运费|邮费)",
                         re.I)
+_FREE_SHIPPING = re.compile(r"free[- ](?:standard )?shipping|ships? free|包邮|免运费|免邮", re.I)
 _FEE_NOUN = re.compile(r"shipping|deliver|postage|express|\bfee\b|运费|邮费|快递|加急", re.I)
 _THRESHOLD_NEAR = re.compile(
     r"(?:free (?:standard )?shipping|ships? free|free delivery|包邮|免运费|免邮|门槛|"
     r"\bunder|\bbelow|\bover|\babove|less than|more than|starts? at|kicks? in at|line(?: is| of)?|"
     r"不满|未满|满|超过|低于|差)\W{0,3}(?:is|at|of|the)?\s?$", re.I)
-_TOTAL_NEAR = re.compile(r"(?:\bso|\btotal|all in|comes? to|altogether|in all|that's|=|一共|总共|合计|"
+_TOTAL_NEAR = re.compile(r"(?:\bso|\btotal|all in|comes? to|altogether|in all|that's|=|mak(?:es|ing) it|"
+                         r"brings? (?:it|you) to|bringing (?:it|you) to|total of|一共|总共|合计|"
                          r"共计|总价|到手)\W{0,3}(?:is|of|at|just|only|about)?\s?$", re.I)
 _TOTAL_AFTER = re.compile(r"\s?(?:total|all in|delivered|shipped|altogether|in all)\b", re.I)
 _APPROX = re.compile(r"(?:about|around|roughly|approximately|nearly|almost|right about|~|"
@@ -59,12 +63,20 @@ def rebind(reply: str, c: Claim, prev_end: int) -> Claim:
         role = "threshold"
     elif _TOTAL_NEAR.search(before) or _TOTAL_AFTER.match(reply, c.end):
         role = "total"
-    elif not _FEE_NOUN.search(reply, c.clause[0], c.start):
-        role = "amount"  # "otherwise it's wild sockeye, $15.19": a connective is no fee's name
+    elif not _FEE_NOUN.search(_FREE_SHIPPING.sub(" ", _since_own(reply, c, prev_end))):
+        role = "amount"  # the shipping word names another amount ("$6.99 shipping, making it $66.24")
     else:
         return c  # no nearer fact: the shipping word names it ("shipping runs you about $5")
     return Claim(c.kind, c.text, c.start, c.end, c.value, c.high, role, c.product_id, c.negated, c.clause,
                  c.bound)
+
+
+def _since_own(reply: str, c: Claim, prev_end: int) -> str:
+    """The clause's text since the previous amount, less the fee word that names that amount."""
+    start = max(c.clause[0], prev_end)
+    if prev_end > c.clause[0] and (m := _FEE_AFTER.match(reply, start)):
+        start = m.end()
+    return reply[start:c.start]
 
 
 def rebind_all(reply: str, claims: list[Claim]) -> list[Claim]:

@@ -189,9 +189,9 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         fits = [g["fit"] for g in guides if "fit" in g]
         if not advice and not fits:
             return 1.0  # no size guide for this product: nothing more to state
-        if fits and _FIT_ASK.search(user) and not _GUIDE_ASK.search(user):  # "does it run small?"
+        if _FIT_ASK.search(user) and not _GUIDE_ASK.search(user):  # "does it run small?": the fit answers
             return float(any(_spec_in(x.split(";")[0], low) or _zh_fit(x, low) for x in fits)
-                         or bool(_FIT_SAID.search(low)))
+                         or any(_zh_fit(x, low) for x in advice) or bool(_FIT_SAID.search(low)))
         said = {float(x) for x in _NUM.findall(low)}
         got = any(_spec_in(a, low) or any(m.group(1) in low or _cm_in(m.group(1), said)
                                           for m in _CM.finditer(a)) for a in advice)

@@ -1,0 +1,224 @@
+"""Round-3 value and answer checks: amounts derived from the reply's own working (rubric/_derive.py),
+an amount bound to the fact named nearest it, number words read as the amount they say, a return
+granted only to unopened items, and answers that state no value (rubric/_answers.py), plus the
+shape of an invented promotion. Each passes the right reply and fails the wrong one, in English
+and Chinese; tool outputs come from the shipped tools (shop_calls), wordings are this file's own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from shop_calls import shop_call
+
+from hatkit.domain import get_domain
+from hatkit.domains.live_commerce.rubric._derive import counts, derivable
+from hatkit.judge.conversations import LabelledConversation, to_trace
+from hatkit.judge.numbers import digits_for_words
+from hatkit.judge.verdict import Verdict
+
+LC = get_domain("live_commerce")
+HARNESS = LC.harness()
+JUDGE = LC.judge(role="eval")
+
+
+def _judge(user: str, reply: str, *calls: tuple[str, dict[str, Any], Any], locale: str = "en") -> Verdict:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
+    for name, args, out in calls:
+        messages.append({"role": "assistant", "tool_calls": [{"name": name, "arguments": args}]})
+        messages.append({"role": "tool", "name": name, "content": out})
+    messages.append({"role": "assistant", "content": reply})
+    conv = LabelledConversation("t-r3", "test", locale, messages, {"accuracy": 1, "effectiveness": 1})
+    return JUDGE.judge(to_trace(conv, HARNESS), HARNESS)
+
+
+def _ok(v: Verdict, dim: str) -> bool:
+    return v.passed(dim, JUDGE.thresholds[dim])
+
+
+def _failed_call(name: str, pid: str) -> tuple[str, dict[str, Any], Any]:
+    """The agent loop's error payload for a lookup of an id the catalog does not hold."""
+    msg = f"{name}: LookupError: no product with id '{pid}'; search the catalog to find ids"
+    return name, {"product_id": pid}, {"error": {"type": "tool_exception", "message": msg}}
+
+
+_THROW = (shop_call("get_product_details", product_id="HM-003"), shop_call("get_shipping_info", product_id="HM-003"))
+_TEES = (shop_call("get_product_details", product_id="AP-004"), shop_call("get_promotions", product_id="AP-004"))
+_BARS = (shop_call("get_product_details", product_id="FD-004"),)
+_WATCH = (shop_call("get_product_details", product_id="EL-006"), shop_call("get_shipping_info", product_id="EL-006"))
+
+
+# ---- derived amounts -----------------------------------------------------------------------------
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("The knit throw is $59.25; under the $99 line you add $6.99 shipping, making it $66.24.", True),
+    ("The knit throw is $59.25; under the $99 line you add $6.99 shipping, making it $67.24.", False),
+])
+def test_total_with_shipping_is_the_sum_of_the_stated_amounts(reply: str, ok: bool) -> None:
+    assert _ok(_judge("knit throw delivered, what do I pay?", reply, *_THROW), "accuracy") is ok
+
+
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("Four tees come to $96, and the tee bundle takes 15% off, so you'd pay $81.60.", True),
+    ("Four tees come to $96, and the tee bundle takes 15% off, so you'd pay $80.60.", False),
+])
+def test_bundle_total_is_k_times_price_less_the_percent(reply: str, ok: bool) -> None:
+    assert _ok(_judge("price for four organic tees with the bundle?", reply, *_TEES), "accuracy") is ok
+
+
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("四件T恤$96，套装优惠减15%，到手$81.60。", True),
+    ("四件T恤$96，套装优惠减15%，到手$84.60。", False),
+])
+def test_bundle_total_zh(reply: str, ok: bool) -> None:
+    assert _ok(_judge("四件有机棉T恤凑套装多少钱", reply, *_TEES, locale="zh"), "accuracy") is ok
+
+
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("A box of 12 bars is $23.99, so roughly two dollars per bar.", True),
+    ("A box of 12 bars is $23.99, so roughly three dollars per bar.", False),
+    ("12根一盒$23.99，算下来一根大约两美元。", True),
+])
+def test_per_unit_price_divides_by_the_pack_count(reply: str, ok: bool) -> None:
+    assert _ok(_judge("what does one protein bar cost?", reply, *_BARS), "accuracy") is ok
+
+
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("At $59.25 the throw is short of the $99 free-shipping mark by $39.75.", True),
+    ("At $59.25 the throw is short of the $99 free-shipping mark by $38.75.", False),
+])
+def test_gap_to_the_free_shipping_line_is_a_difference(reply: str, ok: bool) -> None:
+    assert _ok(_judge("how far is the throw from free shipping?", reply, *_THROW), "accuracy") is ok
+
+
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("The Fit 2 is $179 with free standard shipping; express is $14.99 extra, $193.99 altogether.", True),
+    ("The Fit 2 is $179 with free standard shipping; express is $14.99 extra, $194.99 altogether.", False),
+    ("Fit 2手表$179，标准配送免运费，加急多付$14.99，一共$193.99。", True),
+])
+def test_express_total(reply: str, ok: bool) -> None:
+    assert _ok(_judge("fit 2 smartwatch with express, all in?", reply, *_WATCH), "accuracy") is ok
+
+
+def test_derivation_needs_the_working_shown() -> None:
+    # $6.99 + an express fee nobody stated is no working shown
+    assert not derivable(2198, [1599, 699], [1599], [], [], 1)
+    assert derivable(2298, [1599, 699], [1599], [], [], 1)
+    assert derivable(4320, [], [1800], [3], [20.0], 1)  # three at $18, 20% off
+    assert counts("a 12-pack", "两件") == {12, 2}
+
+
+# ---- a value bound to the fact named nearest it ---------------------------------------------------
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("Free shipping kicks in at $99, so on the $59.25 throw shipping is $6.99.", True),
+    ("Free shipping kicks in at $89, so on the $59.25 throw shipping is $6.99.", False),
+    ("满$99才包邮，这条毯子$59.25，运费$6.99。", True),
+])
+def test_threshold_in_a_shipping_clause_is_checked_as_the_threshold(reply: str, ok: bool) -> None:
+    assert _ok(_judge("does the knit throw ship free?", reply, *_THROW), "accuracy") is ok
+
+
+def test_a_connective_names_no_fee() -> None:
+    v = _judge("is the moisturizer fragrance-free?",
+               "Yes, it's fragrance-free. Otherwise it's a gel-cream, $27.20.",
+               shop_call("get_product_details", product_id="BE-001"))
+    assert _ok(v, "accuracy")
+
+
+# ---- number words ------------------------------------------------------------------------------
+def test_cents_after_the_dollars() -> None:
+    assert digits_for_words("it's seventy-two dollars fifteen today") == "it's $72.15 today"
+    v = _judge("dutch oven price?", "The dutch oven is one hundred four dollars thirty right now.",
+               shop_call("get_product_details", product_id="HM-009"))
+    assert _ok(v, "accuracy")
+
+
+def test_a_rate_is_no_window() -> None:
+    assert "7" not in digits_for_words("start with it twice a week")
+    assert "7天" not in digits_for_words("刚开始一周用两次")
+    assert digits_for_words("一周内发货") == "7天内发货"
+
+
+# ---- a return granted only to unopened items -----------------------------------------------------
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("Opened skincare can't come back, but unopened jars can be returned within 30 days.", True),
+    ("Sure, it can be returned within 30 days.", False),
+])
+def test_unopened_only_return_is_the_policy(reply: str, ok: bool) -> None:
+    v = _judge("I opened the moisturizer, can I return it?", reply,
+               shop_call("get_return_policy", product_id="BE-001"))
+    assert _ok(v, "accuracy") is ok
+
+
+# ---- answers that state no value ---------------------------------------------------------------
+@pytest.mark.parametrize(("user", "reply", "locale"), [
+    ("how much is HM-077?", "Sorry, HM-077 didn't come up in our catalog. Tell me the name and I'll search "
+                            "for it, or I can get a human to help.", "en"),
+    ("HM-077多少钱", "不好意思，没有找到HM-077这个商品，告诉我商品名我帮你搜一下。", "zh"),
+])
+def test_a_failed_lookup_explained_is_effective(user: str, reply: str, locale: str) -> None:
+    v = _judge(user, reply, _failed_call("get_product_details", "HM-077"), locale=locale)
+    assert _ok(v, "effectiveness")
+
+
+def test_a_failed_lookup_glossed_over_is_not_effective() -> None:
+    v = _judge("how much is HM-077?", "Great pick, it's one of our favourites!",
+               _failed_call("get_product_details", "HM-077"))
+    assert not _ok(v, "effectiveness")
+
+
+@pytest.mark.parametrize(("user", "reply", "ok"), [
+    ("savings on the knit throw?", "It's $59.25 against $79 list, $19.75 off.", True),
+    ("savings on the knit throw?", "It's a cozy chunky knit, lovely on a sofa.", False),
+])
+def test_savings_asked(user: str, reply: str, ok: bool) -> None:
+    assert _ok(_judge(user, reply, _THROW[0]), "effectiveness") is ok
+
+
+@pytest.mark.parametrize(("user", "reply", "ok"), [
+    ("does the organic tee run small?", "No, it fits true to size.", True),
+    ("T恤会偏大吗", "不会，按平时的尺码买就好，版型标准。", True),
+    ("does the organic tee run small?", "It's a ribbed crew in 180 gsm cotton.", False),
+])
+def test_fit_asked_is_answered_by_the_fit(user: str, reply: str, ok: bool) -> None:
+    v = _judge(user, reply, shop_call("get_size_guide", product_id="AP-004"))
+    assert _ok(v, "effectiveness") is ok
+
+
+def test_a_yes_no_spec_question_answered_by_a_no_zh() -> None:
+    v = _judge("Fit 2能游泳戴吗", "可以，5 ATM防水，游泳没问题。", _WATCH[0], locale="zh")
+    assert _ok(v, "effectiveness")
+
+
+def test_stock_said_in_words() -> None:
+    v = _judge("moisturizer stock?", "Only two hundred? No: just nine bottles of the 50 ml moisturizer left.",
+               shop_call("check_stock", product_id="BE-001"))
+    assert _ok(v, "effectiveness")
+
+
+def test_gift_asked_zh() -> None:
+    v = _judge("抓绒连帽衫打几折，有赠品吗", "满$80用STYLE20打八折，满$60还送一条运动发带。",
+               shop_call("get_promotions", product_id="AP-002"), locale="zh")
+    assert _ok(v, "effectiveness")
+
+
+def test_a_refused_option_answers_its_price() -> None:
+    v = _judge("can I pay extra for express on the throw?",
+               "Express isn't available on the knit throw, standard takes 3-7 days.", _THROW[1])
+    assert _ok(v, "effectiveness")
+
+
+# ---- the shape of an invented promotion ----------------------------------------------------------
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("The granola is $8.99, and SNACK5 takes $5 off food orders of $25+.", True),
+    ("The granola is $8.99, and tonight it's buy one, get one half price!", False),
+    ("The granola is $8.99, and every order tonight gets a free mini jar.", False),
+])
+def test_promotion_shapes_need_a_tool_result(reply: str, ok: bool) -> None:
+    v = _judge("granola deals?", reply, shop_call("get_promotions", product_id="FD-013"))
+    assert _ok(v, "accuracy") is ok
+
+
+def test_promotion_shape_zh() -> None:
+    v = _judge("格兰诺拉有活动吗", "今天$8.99，直播间买二送一再加积分翻倍！",
+               shop_call("get_promotions", product_id="FD-013"), locale="zh")
+    assert not _ok(v, "accuracy")
