@@ -117,6 +117,15 @@ def test_threshold_in_a_shipping_clause_is_checked_as_the_threshold(reply: str, 
     assert _ok(_judge("does the knit throw ship free?", reply, *_THROW), "accuracy") is ok
 
 
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("Shipping on a $59.25 order is $6.99.", True),
+    ("Shipping on a $59.25 order is $4.99.", False),  # the order total does not take the shipping word
+    ("一单$59.25的运费是$6.99。", True),
+])
+def test_a_fee_after_an_order_total_keeps_its_shipping_word(reply: str, ok: bool) -> None:
+    assert _ok(_judge("shipping on the knit throw?", reply, *_THROW), "accuracy") is ok
+
+
 def test_a_connective_names_no_fee() -> None:
     v = _judge("is the moisturizer fragrance-free?",
                "Yes, it's fragrance-free. Otherwise it's a gel-cream, $27.20.",

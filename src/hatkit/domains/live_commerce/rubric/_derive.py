@@ -51,9 +51,10 @@ _MAX_BASES = 24
 quadratic), counts up to two dozen."""
 
 
-def rebind(reply: str, c: Claim, prev_end: int) -> Claim:
+def rebind(reply: str, c: Claim, prev_end: int, prev_fee: bool = False) -> Claim:
     """`c` with the role of the fact named nearest it, where its "fee" came only from a shipping
-    word somewhere earlier in the clause. `prev_end`: end of the previous amount in the clause."""
+    word somewhere earlier in the clause. `prev_end`: end of the previous amount in the clause;
+    `prev_fee`: that amount is a fee (the shipping words before it are its own)."""
     if c.kind != "money" or c.role != "fee":
         return c
     before = reply[max(c.clause[0], prev_end, c.start - 40):c.start]
@@ -63,7 +64,8 @@ def rebind(reply: str, c: Claim, prev_end: int) -> Claim:
         role = "threshold"
     elif _TOTAL_NEAR.search(before) or _TOTAL_AFTER.match(reply, c.end):
         role = "total"
-    elif not _FEE_NOUN.search(_FREE_SHIPPING.sub(" ", _since_own(reply, c, prev_end))):
+    elif not _FEE_NOUN.search(_FREE_SHIPPING.sub(" ", _since_own(reply, c, prev_end) if prev_fee
+                                                 else reply[c.clause[0]:c.start])):
         role = "amount"  # the shipping word names another amount ("$6.99 shipping, making it $66.24")
     else:
         return c  # no nearer fact: the shipping word names it ("shipping runs you about $5")
@@ -82,11 +84,12 @@ def _since_own(reply: str, c: Claim, prev_end: int) -> str:
 def rebind_all(reply: str, claims: list[Claim]) -> list[Claim]:
     """Every money claim of a reply rebound (see `rebind`)."""
     out: list[Claim] = []
-    last: dict[int, int] = {}
+    last: dict[int, Claim] = {}
     for c in claims:
         if c.kind == "money":
-            out.append(rebind(reply, c, last.get(c.clause[0], c.clause[0])))
-            last[c.clause[0]] = c.end
+            prev = last.get(c.clause[0])
+            out.append(rebind(reply, c, prev.end if prev else c.clause[0], prev is not None and prev.role == "fee"))
+            last[c.clause[0]] = out[-1]
         else:
             out.append(c)
     return out
