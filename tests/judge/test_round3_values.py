@@ -42,10 +42,14 @@ def _failed_call(name: str, pid: str) -> tuple[str, dict[str, Any], Any]:
     return name, {"product_id": pid}, {"error": {"type": "tool_exception", "message": msg}}
 
 
-_THROW = (shop_call("get_product_details", product_id="HM-003"), shop_call("get_shipping_info", product_id="HM-003"))
-_TEES = (shop_call("get_product_details", product_id="AP-004"), shop_call("get_promotions", product_id="AP-004"))
-_BARS = (shop_call("get_product_details", product_id="FD-004"),)
-_WATCH = (shop_call("get_product_details", product_id="EL-006"), shop_call("get_shipping_info", product_id="EL-006"))
+def _calls(pid: str, *names: str) -> tuple[tuple[str, dict[str, Any], Any], ...]:
+    return tuple(shop_call(n, product_id=pid) for n in names)
+
+
+_THROW = _calls("HM-003", "get_product_details", "get_shipping_info")
+_TEES = _calls("AP-004", "get_product_details", "get_promotions")
+_BARS = _calls("FD-004", "get_product_details")
+_WATCH = _calls("EL-006", "get_product_details", "get_shipping_info")
 
 
 # ---- derived amounts -----------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from hatkit.agent.trace import ToolRecord, ok_record
 
 _EXPLAINED = re.compile(
     r"\b(?:couldn'?t|could not|can'?t|cannot|wasn'?t able to|was unable to|unable to|am not able to)\s+"
-    r"(?:\w+\s+){0,2}?(?:find|locate|look (?:it |that |this )?up|pull (?:it |that )?up|check|get|see|access)\b|"
+    r"(?:\w+\s+){0,2}?(?:find|locate|look (?:it |that |this )?up|pull (?:it |that )?up|check|get|see|"
+    r"access)\b|"
     r"\b(?:didn'?t|did not|doesn'?t|does not)\s+(?:come up|show up|exist|match)\b|"
     r"\bno (?:product|item|listing|match(?:es)?|results?)\b|\b(?:there'?s|there is|it has|has) no\b|"
     r"\b(?:doesn'?t|does not) have (?:a|an|any)\b|\bnot (?:in|on) (?:our|the) (?:catalog|shop|store)\b|"

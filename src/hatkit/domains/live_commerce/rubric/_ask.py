@@ -94,7 +94,8 @@ class _AskReader(_RunBase):
             return ["compare"]
         if _ASK["request"].search(text) and not _ASK["returns"].search(text):
             return ["request"]  # a concession asked for: a yes or a no answers it
-        asked = [k for k in ("price", "saving", "deals", "stock", "delivery", "fee", "returns", "escalation", "size")
+        asked = [k for k in ("price", "saving", "deals", "stock", "delivery", "fee", "returns", "escalation",
+                             "size")
                  if _ASK[k].search(text)]
         if "escalation" in asked:  # a complaint: "arrived damaged" asks for help, not delivery days
             asked = [a for a in asked if a not in ("delivery", "fee", "stock")]

@@ -88,7 +88,8 @@ def rebind_all(reply: str, claims: list[Claim]) -> list[Claim]:
     for c in claims:
         if c.kind == "money":
             prev = last.get(c.clause[0])
-            out.append(rebind(reply, c, prev.end if prev else c.clause[0], prev is not None and prev.role == "fee"))
+            fee = prev is not None and prev.role == "fee"
+            out.append(rebind(reply, c, prev.end if prev else c.clause[0], fee))
             last[c.clause[0]] = out[-1]
         else:
             out.append(c)

@@ -109,6 +109,8 @@ _SIZE_WORD = re.compile(r"dimension|\bbig\b|tall|wide|尺寸|多高|多宽|多�
 def asked_facets(text: str) -> list[str]:
     """The facets `text` (product names blanked) asks for, in table order."""
     found = [k for k, p in _ASKED.items() if p.search(text)]
+    if "gift" in found and "discount" in found:
+        found.remove("gift")  # "promos or freebies?": one deals question, a gift is one of the deals
     if "sizes" in found and "dimensions" in found:
         found.remove("dimensions")
     if "power" in found and "dimensions" in found and not _SIZE_WORD.search(text):
