@@ -101,7 +101,8 @@ _ANSWER_NO = re.compile(r"^\W*(?:no|nope|nah|not really|not at all|不是?|没�
 
 _ANY_KIND = FastPattern("|".join(f"(?P<k{i}>{said.pattern})" for i, (_, said, _) in enumerate(_KINDS)))
 """The kinds' phrases in one pattern: one scan of a reply, not one per kind."""
-_KIND_KEYS = ("gift", "bonus", "half", "bogo", "buy", "points", "student", "match", "半价", "买", "积分",
+_KIND_KEYS = ("gift", "bonus", "half", "bogo", "buy one", "buy 1", "buy two", "buy 2", "points", "student",
+              "match", "半价", "积分",
               "学生", "比价", "保价", "低价", "complimentary", "free", "made", "hand", "sourced", "imported",
               "produced",
               "grown", "harvested", "manufactured", "certifi", "accredit", "wash", "dishwasher", "dry",
