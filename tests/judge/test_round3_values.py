@@ -151,6 +151,22 @@ def test_a_rate_is_no_window() -> None:
     assert digits_for_words("一周内发货") == "7天内发货"
 
 
+def test_months_are_a_window_only_in_a_return_sentence() -> None:
+    assert digits_for_words("you get two months to send it back") == "you get 60 days to send it back"
+    assert digits_for_words("退货期有两个月。") == "退货期有60天。"
+    assert digits_for_words("6个月以下宝宝不建议。") == "6个月以下宝宝不建议。"
+    assert digits_for_words("两周内可以退") == "14天内可以退"
+
+
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("The knit throw comes with two months to send it back unused.", True),  # extended: 60 days
+    ("The knit throw comes with three months to send it back unused.", False),
+])
+def test_a_return_window_in_months_is_checked(reply: str, ok: bool) -> None:
+    v = _judge("return window on the knit throw?", reply, shop_call("get_return_policy", product_id="HM-003"))
+    assert _ok(v, "accuracy") is ok and _ok(v, "effectiveness")
+
+
 # ---- a return granted only to unopened items -----------------------------------------------------
 @pytest.mark.parametrize(("reply", "ok"), [
     ("Opened skincare can't come back, but unopened jars can be returned within 30 days.", True),
@@ -212,6 +228,14 @@ def test_gift_asked_zh() -> None:
     v = _judge("抓绒连帽衫打几折，有赠品吗", "满$80用STYLE20打八折，满$60还送一条运动发带。",
                shop_call("get_promotions", product_id="AP-002"), locale="zh")
     assert _ok(v, "effectiveness")
+
+
+@pytest.mark.parametrize(("user", "reply", "ok"), [
+    ("does the knit throw ship free?", "It doesn't, it's under the free-shipping line.", True),
+    ("does the throw come in grey, and does it ship free?", "Yes, it comes in grey.", False),
+])
+def test_one_yes_no_question_is_answered_by_a_yes_or_no(user: str, reply: str, ok: bool) -> None:
+    assert _ok(_judge(user, reply, *_THROW), "effectiveness") is ok
 
 
 def test_a_refused_option_answers_its_price() -> None:

@@ -32,6 +32,8 @@ _EXPLAINED = re.compile(
     re.I)
 _YES_NO_Q = re.compile(r"^\W*(?:is|are|does|do|can|could|will|would|has|have|should)\b|"
                        r"(?:吗|么|能不能|可不可以|会不会|是不是|有没有)\s*[？?]?\s*$", re.I)
+_SECOND_Q = re.compile(r"\b(?:and|or|also|plus)\s+(?:is|are|does|do|can|will|what|how|which|when)\b|"
+                       r"[?？].*\S.*[?？]|[，,]\s*(?:还|那|另外|以及)", re.I)
 _YES_NO_A = re.compile(
     r"^\W*(?:yes|yep|yeah|yup|no|nope|not\b|sadly not|afraid not|it (?:is|does|can|will|won'?t|isn'?t|"
     r"doesn'?t|can'?t)\b|they (?:are|do|can|aren'?t|don'?t|can'?t)\b)|"
@@ -59,7 +61,8 @@ def explained_failure(reply: str, records: Iterable[ToolRecord]) -> bool:
 
 
 def yes_no_question(user: str) -> bool:
-    return bool(_YES_NO_Q.search(user.strip()))
+    """One yes/no question ("does it ship free?"), not two ("does it come in slate, and is it in stock?")."""
+    return bool(_YES_NO_Q.search(user.strip())) and not _SECOND_Q.search(user)
 
 
 def yes_no_answer(reply: str) -> bool:

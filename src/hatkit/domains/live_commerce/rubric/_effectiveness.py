@@ -50,13 +50,14 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         if getattr(self, "invented", False):  # a specific detail stated, though unfounded: an answer
             parts = dict.fromkeys(parts, 1.0)
         parts = self._facet_parts(_blank(turn.user, find_products(turn.user, self.lex)), reply, parts, focus)
+        if len(parts) == 1 and yes_no_question(turn.user) and (refused_option(reply) or yes_no_answer(reply)):
+            parts = dict.fromkeys(parts, 1.0)  # "can I pay for express?" "not available"; "It does!"
         if self.off_target or self._about_another(turn, claims, asked):
             self.ev.append(Evidence("effectiveness", f"{tag}answers about another product", False,
                                     "the product asked about", "rubric:effectiveness"))
             parts = dict.fromkeys(parts, 0.0)
-        if explained_failure(reply, turn.records) or (  # "I couldn't find AP-021": why it cannot answer
-                len(parts) == 1 and yes_no_question(turn.user) and refused_option(reply)):
-            parts = dict.fromkeys(parts, 1.0)  # "can I pay for express?" "express isn't available"
+        if explained_failure(reply, turn.records):  # "I couldn't find AP-021": why it cannot answer
+            parts = dict.fromkeys(parts, 1.0)
         for a, score in parts.items():
             self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,
                                     "" if score >= 1.0 else f"answered {score:.0%}", "rubric:effectiveness"))
