@@ -244,6 +244,16 @@ def test_a_refused_option_answers_its_price() -> None:
     assert _ok(v, "effectiveness")
 
 
+@pytest.mark.parametrize(("reply", "locale", "ok"), [
+    ("HM-077 comes with the usual 30-day return window.", "en", False),
+    ("HM-077支持30天退货。", "zh", False),
+    ("I couldn't find HM-077, so I can't say its return window; want a human to check?", "en", True),
+])
+def test_values_about_an_id_whose_lookup_failed(reply: str, locale: str, ok: bool) -> None:
+    v = _judge("return window on HM-077?", reply, _failed_call("get_return_policy", "HM-077"), locale=locale)
+    assert _ok(v, "accuracy") is ok
+
+
 # ---- the shape of an invented promotion ----------------------------------------------------------
 @pytest.mark.parametrize(("reply", "ok"), [
     ("The granola is $8.99, and SNACK5 takes $5 off food orders of $25+.", True),

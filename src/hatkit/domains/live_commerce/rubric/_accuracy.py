@@ -10,6 +10,7 @@ from typing import Any
 from hatkit.harness import load_harness
 
 from ..variants import HARNESS_DIR
+from ._answers import explained, failed_ids
 from ._derive import approximate, counts, derivable, rebind_all, rounding
 from ._episode import PRICE_TOOLS
 from ._facts import _Agent, _ProductFacts
@@ -70,6 +71,7 @@ class _AccuracyChecks(_RunBase):
         claims = rebind_all(self._reply, claims)
         self._claims = claims
         self._stated = [c for c in claims if c.kind == "money" and c.value is not None]
+        self._glossed(claims)
         for c in claims:
             if c.kind == "money":
                 self._money(c, facts)
@@ -135,6 +137,17 @@ class _AccuracyChecks(_RunBase):
             ok = self._derived(c, v, facts)
         source = f"catalog:{c.product_id}.price" if c.role == "price" and c.product_id else "catalog+tools"
         self.chk(c, ok, "" if ok else expected, source)
+
+    def _glossed(self, claims: list[Claim]) -> None:
+        """Values stated about an id whose lookup failed, the failure unsaid ("HM-099 has a 30-day
+        window" after get_return_policy found no HM-099)."""
+        gone = sorted(i for i in failed_ids(self.t.tool_calls)
+                      if i not in self.lex.products and i in self._reply)
+        values = [c for c in claims
+                  if c.kind in ("money", "days", "stock", "returns", "percent") and not c.negated]
+        if gone and values and not explained(self._reply):
+            self.acc(values[0].text, False, f"no tool result for {gone[0]} (its lookup failed)",
+                     "trace:tool_calls")
 
     def _derived(self, c: Claim, v: int, facts: list[_ProductFacts]) -> bool:
         """`v` follows from the reply's other amounts and the episode's (see _derive)."""

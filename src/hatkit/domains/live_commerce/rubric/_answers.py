@@ -8,6 +8,8 @@ asked kind, three shapes of reply do:
   calibration README labels a well-handled tool error effective;
 - a yes/no question answered by a yes or a no opening the reply ("Not fully waterproof: 40
   minutes", "不可以哦，12个月以下…"): the answer is the yes or no, not a spec value;
+- (accuracy's side) a reply that states values about an id whose lookup failed, and does not
+  say so, glosses over the error: nothing supports those values;
 - a yes/no question about an option ("can I pay for express?") answered by the option being
   unavailable: its price or terms are moot.
 """
@@ -53,6 +55,17 @@ def lookup_failed(records: Iterable[ToolRecord]) -> bool:
         if out in ([], {}, None) or (isinstance(out, dict) and ("error" in out or out.get("found") is False)):
             return True
     return False
+
+
+def failed_ids(records: Iterable[ToolRecord]) -> set[str]:
+    """The product ids of lookups that failed."""
+    return {str(r.arguments.get("product_id", "")).strip().upper() for r in records
+            if not ok_record(r) and r.arguments.get("product_id")}
+
+
+def explained(reply: str) -> bool:
+    """The reply says it could not find or check something."""
+    return bool(_EXPLAINED.search(reply))
 
 
 def explained_failure(reply: str, records: Iterable[ToolRecord]) -> bool:
