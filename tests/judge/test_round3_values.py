@@ -137,6 +137,20 @@ def test_a_connective_names_no_fee() -> None:
     assert _ok(v, "accuracy")
 
 
+_LEGGINGS_M = shop_call("check_stock", product_id="AP-013", size="M")
+
+
+@pytest.mark.parametrize(("reply", "locale", "ok"), [
+    ("In M, Navy is available and Black is sold out.", "en", True),
+    ("Good news, Black in M is available, grab it!", "en", False),
+    ("M码Navy有货，Black卖完了。", "zh", True),
+    ("M码的Black有货，放心拍！", "zh", False),  # zh replies keep the variant names
+])
+def test_a_stock_claim_binds_to_the_variant_it_names(reply: str, locale: str, ok: bool) -> None:
+    v = _judge("black leggings in M?", reply, _LEGGINGS_M, locale=locale)
+    assert _ok(v, "accuracy") is ok
+
+
 # ---- number words ------------------------------------------------------------------------------
 def test_cents_after_the_dollars() -> None:
     assert digits_for_words("it's seventy-two dollars fifteen today") == "it's $72.15 today"

@@ -11,7 +11,7 @@ from hatkit.harness import load_harness
 
 from ..variants import HARNESS_DIR
 from ._answers import explained, failed_ids
-from ._derive import approximate, counts, derivable, rebind_all, rounding
+from ._derive import approximate, counts, derivable, nearest_variant, rebind_all, rounding
 from ._episode import PRICE_TOOLS
 from ._facts import _Agent, _ProductFacts
 from ._policy import negated_here
@@ -261,6 +261,9 @@ class _AccuracyChecks(_RunBase):
                 ok = 0 in totals or 0 in variants
             else:
                 ok = int(c.value) in totals or int(c.value) in variants
+            named = nearest_variant(self._reply[c.clause[0]:c.start], s.variant_stock)
+            if named and c.high is None and c.value in (None, 0):  # "Volt in 9 is available": that variant
+                ok = any(n > 0 for n in named) if c.value is None else all(n == 0 for n in named)
             exp = "check_stock totals: " + ", ".join(map(str, totals))
             self.chk(c, ok, "" if ok else exp, "tool:check_stock")
         elif c.value is None or c.value == 0:

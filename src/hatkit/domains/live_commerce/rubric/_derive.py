@@ -81,6 +81,33 @@ def _since_own(reply: str, c: Claim, prev_end: int) -> str:
     return reply[start:c.start]
 
 
+def nearest_variant(before: str, variants: Iterable[tuple[str, str, int]]) -> list[int]:
+    """The stock of the variants a stock claim speaks of: the colour named nearest before it in its
+    clause ("Brick Red is sold out, but Rosewood is in"), narrowed by the size named nearest before
+    it ("Volt in 9 is available", "in M, Black is sold out", "9 kg is sold out" for 9kg). Empty when
+    no colour is named."""
+    low = before.lower()
+    best, at = "", -1
+    for _, colour, _ in variants:
+        if colour and (i := low.rfind(colour.lower())) > at:
+            best, at = colour.lower(), i
+    if not best:
+        return []
+    mine = [(size, n) for size, colour, n in variants if colour.lower() == best]
+    where = {size: _last(size, low) for size, _ in mine if size}
+    near = max(where.values(), default=-1)
+    if near < 0:
+        return [n for _, n in mine]
+    return [n for size, n in mine if size and where[size] == near]
+
+
+def _last(size: str, low: str) -> int:
+    """Where `size` is last named in `low` ("9kg" also as "9 kg"), -1 if not."""
+    pat = re.sub(r"(?<=\d)(?=[a-z])", r"\\s?", re.escape(size.lower()))
+    found = [m.start() for m in re.finditer(rf"(?<![\w.]){pat}(?![\w.])", low)]
+    return found[-1] if found else -1
+
+
 def rebind_all(reply: str, claims: list[Claim]) -> list[Claim]:
     """Every money claim of a reply rebound (see `rebind`)."""
     out: list[Claim] = []
