@@ -151,6 +151,16 @@ def test_a_stock_claim_binds_to_the_variant_it_names(reply: str, locale: str, ok
     assert _ok(v, "accuracy") is ok
 
 
+@pytest.mark.parametrize(("reply", "ok"), [
+    ("Not quite: with ANC on it lasts 40 hours, so pack the cable.", True),
+    ("Not quite: with ANC on it lasts about 32 hours, so pack the cable.", False),  # "Not quite," negates nothing
+])
+def test_a_leading_not_quite_answers_and_does_not_negate(reply: str, ok: bool) -> None:
+    v = _judge("will the studio headphones last a 45 hour trip?", reply,
+               shop_call("get_product_details", product_id="EL-003"))
+    assert _ok(v, "accuracy") is ok
+
+
 # ---- number words ------------------------------------------------------------------------------
 def test_cents_after_the_dollars() -> None:
     assert digits_for_words("it's seventy-two dollars fifteen today") == "it's $72.15 today"

@@ -95,7 +95,8 @@ _KINDS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
 )
 
 
-_ANSWER_NO = re.compile(r"^\W*(?:no|nope|nah|not really|not at all|不是?|没有)\s*[,，!！:：]", re.I)
+_ANSWER_NO = re.compile(r"^\W*(?:no|nope|nah|not really|not at all|not quite|not exactly|sadly not|"
+                        r"afraid not|不是?|没有|不太够|不够)\s*[,，!！:：]", re.I)
 """A leading "Nope," answers the viewer's question; it does not negate what the clause then states."""
 
 
