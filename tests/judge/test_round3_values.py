@@ -153,7 +153,7 @@ def test_a_stock_claim_binds_to_the_variant_it_names(reply: str, locale: str, ok
 
 @pytest.mark.parametrize(("reply", "ok"), [
     ("Not quite: with ANC on it lasts 40 hours, so pack the cable.", True),
-    ("Not quite: with ANC on it lasts about 32 hours, so pack the cable.", False),  # "Not quite," negates nothing
+    ("Not quite: with ANC on it lasts about 32 hours, so pack the cable.", False),  # negates nothing
 ])
 def test_a_leading_not_quite_answers_and_does_not_negate(reply: str, ok: bool) -> None:
     v = _judge("will the studio headphones last a 45 hour trip?", reply,
