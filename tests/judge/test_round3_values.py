@@ -103,6 +103,15 @@ def test_express_total(reply: str, ok: bool) -> None:
     assert _ok(_judge("fit 2 smartwatch with express, all in?", reply, *_WATCH), "accuracy") is ok
 
 
+@pytest.mark.parametrize(("user", "reply", "ok"), [
+    ("just one tee for me, price?", "One organic tee is $24.", True),
+    ("just one tee for me, price?", "One tee still gets the bundle's 15% off, so $20.40.", False),
+    ("三件T恤每件多少", "买三件享85折，每件$20.40。", True),
+])
+def test_a_bundle_unit_price_needs_the_bundle_quantity(user: str, reply: str, ok: bool) -> None:
+    assert _ok(_judge(user, reply, *_TEES, locale="zh" if "T恤" in user else "en"), "accuracy") is ok
+
+
 def test_derivation_needs_the_working_shown() -> None:
     # $6.99 + an express fee nobody stated is no working shown
     assert not derivable(2198, [1599, 699], [1599], [], [], 1)

@@ -135,8 +135,23 @@ class _AccuracyChecks(_RunBase):
             (0.9 if c.bound == "just_under" else 0.5) * v <= a <= v + self.tol for a in allowed)
         if not ok and not c.bound and c.role in ("price", "saving", "total", "amount"):
             ok = self._derived(c, v, facts)
+        elif ok and (need := self._bundle_alone(v, facts)):
+            ok, expected = False, f"the bundle price needs {need} units; no such quantity here"
         source = f"catalog:{c.product_id}.price" if c.role == "price" and c.product_id else "catalog+tools"
         self.chk(c, ok, "" if ok else expected, source)
+
+    def _bundle_alone(self, v: int, facts: list[_ProductFacts]) -> int:
+        """The minimum quantity of a bundle whose unit price `v` is, when neither the viewer nor the
+        reply names that many units ("I only need one" "one still gets the 10% off: $48.96"); else 0."""
+        for f in facts:
+            if abs(cents(f.p.price) - v) <= self.tol:
+                return 0
+            for pr in self.a.state.valid_promotions(f.p.id):
+                need = pr.min_quantity or 0
+                if pr.kind == "bundle" and need >= 2 and abs(cents(f.p.price * (1 - pr.value / 100)) - v) \
+                        <= self.tol and not any(k >= need for k in counts(self._reply, *self._users[-1:])):
+                    return need
+        return 0
 
     def _glossed(self, claims: list[Claim]) -> None:
         """Values stated about an id whose lookup failed, the failure unsaid ("HM-099 has a 30-day
