@@ -271,6 +271,14 @@ def test_one_yes_no_question_is_answered_by_a_yes_or_no(user: str, reply: str, o
     assert _ok(_judge(user, reply, *_THROW), "effectiveness") is ok
 
 
+@pytest.mark.parametrize(("user", "reply", "locale"), [
+    ("is the knit throw worth the money?", "At $59.25, down from $79, it's a soft 1.6 kg chunky knit.", "en"),
+    ("这条毯子值得买吗", "$59.25，原价$79，1.6公斤粗针织，很适合冬天。", "zh"),
+])
+def test_an_opinion_asked_is_answered_by_a_substantive_reply(user: str, reply: str, locale: str) -> None:
+    assert _ok(_judge(user, reply, *_THROW, locale=locale), "effectiveness")
+
+
 def test_a_refused_option_answers_its_price() -> None:
     v = _judge("can I pay extra for express on the throw?",
                "Express isn't available on the knit throw, standard takes 3-7 days.", _THROW[1])

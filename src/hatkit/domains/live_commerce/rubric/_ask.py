@@ -59,6 +59,11 @@ _TOOL_ASPECTS = {
     "get_return_policy": "returns", "get_size_guide": "size", "escalate_to_human": "escalation",
     "get_product_details": "spec",
 }
+_OPINION = re.compile(r"\bworth\b|\bany good\b|\bhow (?:is|are|good|does (?:it|they) (?:feel|taste))\b|"
+                      r"\bcomfy\b|\bwhy is\b|\bhow (?:does|do) (?:it|they) compare\b|\bvs\.?\s|\bversus\b|"
+                      r"好用吗|好喝吗|好吃吗|值得|值不值|怎么样|好不好|比怎么样|比呢", re.I)
+"""An opinion asked ("are they worth it?", "和AirPods比怎么样"): no one fact is asked, so any
+substantive reply answers it (whether its claims hold is accuracy's question)."""
 _IF_NOT_FIT = re.compile(r"\b(?:if|in case)\b[^?.!]{0,30}\b(?:doesn'?t|don'?t|does not|do not|won'?t|"
                          r"didn'?t)\s+fit|不合适|不合身", re.I)
 _LASTS = re.compile(r"how long\b[^?.!]{0,40}\b(?:last|lasts|burn|burns|run|runs|play|hold|stay|stays|keep|"
@@ -112,6 +117,8 @@ class _AskReader(_RunBase):
         keys = self._spec_keys(text, focus)
         if "size" in asked and keys and not _ASK["size"].search(_blank_words(text, keys)):
             asked.remove("size")  # "what's the fit / dimensions of ...": a spec question
+        if not asked and _OPINION.search(text):  # "worth it?", "好用吗": any substantive reply answers
+            asked = ["open"]
         if not asked:
             asked = [f"spec:{k}" for k in keys] or [f"attr:{w}" for w in self._attributes(text, focus)]
         if not asked and category in _CATEGORY_ASPECTS:
