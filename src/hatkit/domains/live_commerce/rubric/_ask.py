@@ -117,10 +117,12 @@ class _AskReader(_RunBase):
         keys = self._spec_keys(text, focus)
         if "size" in asked and keys and not _ASK["size"].search(_blank_words(text, keys)):
             asked.remove("size")  # "what's the fit / dimensions of ...": a spec question
+        if not asked:
+            asked = [f"spec:{k}" for k in keys]
         if not asked and _OPINION.search(text):  # "worth it?", "好用吗": any substantive reply answers
             asked = ["open"]
         if not asked:
-            asked = [f"spec:{k}" for k in keys] or [f"attr:{w}" for w in self._attributes(text, focus)]
+            asked = [f"attr:{w}" for w in self._attributes(text, focus)]
         if not asked and category in _CATEGORY_ASPECTS:
             asked = list(_CATEGORY_ASPECTS[category])
         if not asked and _ASK["chat"].search(text):
