@@ -237,6 +237,18 @@ def test_savings_asked(user: str, reply: str, ok: bool) -> None:
 
 
 @pytest.mark.parametrize(("user", "reply", "ok"), [
+    ("any coupon for the hoodie, and how much could I save?", "STYLE20 takes 20% off at $80+.", True),
+    ("毯子有券吗，能省多少", "COZY10满$50减$10。", True),
+    ("any coupon for the hoodie, and how much could I save?", "It's a comfy full-zip, very popular!", False),
+])
+def test_how_much_can_i_save_asks_a_discount(user: str, reply: str, ok: bool) -> None:
+    zh = "毯子" in user
+    v = _judge(user, reply, shop_call("get_promotions", product_id="HM-003" if zh else "AP-002"),
+               locale="zh" if zh else "en")
+    assert _ok(v, "effectiveness") is ok
+
+
+@pytest.mark.parametrize(("user", "reply", "ok"), [
     ("does the organic tee run small?", "No, it fits true to size.", True),
     ("T恤会偏大吗", "不会，按平时的尺码买就好，版型标准。", True),
     ("does the organic tee run small?", "It's a ribbed crew in 180 gsm cotton.", False),

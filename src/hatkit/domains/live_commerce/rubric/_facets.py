@@ -60,7 +60,7 @@ _UNITS = {
 _FIRST_NUM = re.compile(r"\d+(?:\.\d+)?")
 _VALUE = {k: FastPattern(v) for k, v in {
     "price": r"\$\s?\d|\d\s?(?:dollars|美元|块|元|刀)",
-    "discount": r"\d+\s?%|\d\s?折|[一二三四五六七八九]折|\$\s?\d|\d\s?(?:美元|块|元)|"
+    "discount": r"\d+\s?%|\d\s?折|[一二三四五六七八九]折|\$\s?\d|\d\s?(?:美元|块|元)|half (?:off|price)|半价|"
                 r"no (?:deals?|discount|promo)|not on sale|没有(?:优惠|折扣|活动|打折)|不打折",
     "stock": r"\d+\s?(?:left|in stock|pairs|units|pieces|件|个|支|块|双|袋|盒|瓶|套)|"
              r"(?:还剩|还有|剩下?|有)\s?\d+|"
@@ -103,12 +103,16 @@ _STOP = frozenset({"this", "that", "with", "have", "there", "still", "come", "wo
                    "available", "stock", "returnable", "cost", "free", "left", "sold", "ship"})
 
 
+_SAVE_Q = re.compile(r"how much (?:can|could|do|would|will) (?:i|you|we) save|how much (?:off|cheaper)|"
+                     r"省多少|能省|便宜多少", re.I)
 _SIZE_WORD = re.compile(r"dimension|\bbig\b|tall|wide|尺寸|多高|多宽|多长|体积", re.I)
 
 
 def asked_facets(text: str) -> list[str]:
     """The facets `text` (product names blanked) asks for, in table order."""
     found = [k for k, p in _ASKED.items() if p.search(text)]
+    if "price" in found and _SAVE_Q.search(text):  # "how much can I save?" asks a discount, not a price
+        found = [f for f in found if f != "price"] + ([] if "discount" in found else ["discount"])
     if "gift" in found and "discount" in found:
         found.remove("gift")  # "promos or freebies?": one deals question, a gift is one of the deals
     if "sizes" in found and "dimensions" in found:
