@@ -291,6 +291,14 @@ def test_an_opinion_asked_is_answered_by_a_substantive_reply(user: str, reply: s
     assert _ok(_judge(user, reply, *_THROW, locale=locale), "effectiveness")
 
 
+@pytest.mark.parametrize(("user", "reply", "locale"), [
+    ("shipping on the fit 2?", "Free! It's $179, well over the line, and it ships from Los Angeles.", "en"),
+    ("Fit 2运费多少", "这款包邮哦，$179。", "zh"),
+])
+def test_free_answers_a_fee_question(user: str, reply: str, locale: str) -> None:
+    assert _ok(_judge(user, reply, *_WATCH, locale=locale), "effectiveness")
+
+
 def test_a_refused_option_answers_its_price() -> None:
     v = _judge("can I pay extra for express on the throw?",
                "Express isn't available on the knit throw, standard takes 3-7 days.", _THROW[1])

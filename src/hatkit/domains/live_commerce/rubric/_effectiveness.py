@@ -119,8 +119,9 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         if aspect == "delivery":
             return float(any(c.kind == "days" and (c.high is not None or c.role == "delivery")
                              for c in claims) or bool(_RELATIVE_DAY.search(reply)))
-        if aspect == "fee":
-            return float("free_shipping" in kinds or any(c.role == "fee" for c in money))
+        if aspect == "fee":  # a fee, or "Free!" (whether it is free is accuracy's question)
+            return float("free_shipping" in kinds or any(c.role == "fee" for c in money)
+                         or bool(_FREE_SAID.search(low)))
         if aspect == "request":
             return float(bool(_YES_NO.search(reply) or NEGATION.search(reply) or _GRANT.search(reply)
                               or _DONE.search(reply)))
@@ -249,6 +250,7 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
 
 _FIT_SAID = re.compile(r"runs? (?:small|large|big|true)|true to size|(?:size|order) (?:up|down)|"
                        r"偏小|偏大|正码|(?:大|小)一码|标准码", re.I)
+_FREE_SAID = re.compile(r"^\W*free\b|\bships? (?:\w+ )?free\b|\bfree-shipping\b|免运费|包邮|免邮", re.I)
 _FIT_ASK = re.compile(r"runs? (?:small|large|big|true)|true to size|(?:size|order) (?:up|down)|"
                       r"偏小|偏大|正码|标准码|大一码|小一码", re.I)
 _GUIDE_ASK = re.compile(r"size guide|measure|dimension|chest|waist|length|\bcm\b|\bwhat size\b|which size|"
