@@ -170,6 +170,18 @@ def test_a_leading_not_quite_answers_and_does_not_negate(reply: str, ok: bool) -
     assert _ok(v, "accuracy") is ok
 
 
+_CREAM = shop_call("check_stock", product_id="BE-002")  # 4 jars
+
+
+@pytest.mark.parametrize(("user", "reply", "locale", "ok"), [
+    ("I'll take 6 jars of the night cream", "No problem, add all 6 to your cart!", "en", False),
+    ("I'll take 6 jars of the night cream", "Sorry, only 4 jars are left, want all 4?", "en", True),
+    ("晚霜我要8瓶", "没问题，直接拍！", "zh", False),
+])
+def test_agreeing_to_more_units_than_in_stock(user: str, reply: str, locale: str, ok: bool) -> None:
+    assert _ok(_judge(user, reply, _CREAM, locale=locale), "accuracy") is ok
+
+
 # ---- number words ------------------------------------------------------------------------------
 def test_cents_after_the_dollars() -> None:
     assert digits_for_words("it's seventy-two dollars fifteen today") == "it's $72.15 today"

@@ -10,7 +10,7 @@ from typing import Any
 from hatkit.harness import load_harness
 
 from ..variants import HARNESS_DIR
-from ._answers import explained, failed_ids
+from ._answers import explained, failed_ids, granted, units_wanted
 from ._derive import approximate, counts, derivable, nearest_variant, rebind_all, rounding
 from ._episode import PRICE_TOOLS
 from ._facts import _Agent, _ProductFacts
@@ -72,6 +72,7 @@ class _AccuracyChecks(_RunBase):
         self._claims = claims
         self._stated = [c for c in claims if c.kind == "money" and c.value is not None]
         self._glossed(claims)
+        self._over_stock()
         for c in claims:
             if c.kind == "money":
                 self._money(c, facts)
@@ -152,6 +153,14 @@ class _AccuracyChecks(_RunBase):
                         <= self.tol and not any(k >= need for k in counts(self._reply, *self._users[-1:])):
                     return need
         return 0
+
+    def _over_stock(self) -> None:
+        """A purchase of more units than check_stock holds, agreed to ("我要买6瓶" "没问题，6瓶随便拍"
+        with 4 left)."""
+        want, totals = units_wanted(self._users[-1] if self._users else ""), self.scope.stock_totals
+        if want and totals and want > max(totals) and granted(self._reply):
+            self.acc(self._reply[:40], False, f"check_stock holds {max(totals)}, fewer than {want}",
+                     "tool:check_stock")
 
     def _glossed(self, claims: list[Claim]) -> None:
         """Values stated about an id whose lookup failed, the failure unsaid ("HM-099 has a 30-day

@@ -10,6 +10,8 @@ asked kind, three shapes of reply do:
   minutes", "不可以哦，12个月以下…"): the answer is the yes or no, not a spec value;
 - (accuracy's side) a reply that states values about an id whose lookup failed, and does not
   say so, glosses over the error: nothing supports those values;
+- (accuracy's side) agreeing to sell more units than check_stock holds ("我要买6瓶" "没问题" with
+  4 left) promises stock that is not there;
 - a yes/no question about an option ("can I pay for express?") answered by the option being
   unavailable: its price or terms are moot.
 """
@@ -44,6 +46,23 @@ _UNAVAILABLE = re.compile(
     r"\b(?:isn'?t|is not|aren'?t|are not|not) (?:available|offered|possible|an option|supported)\b|"
     r"\bno (?:express|expedited|option)\b|\bdoesn'?t (?:offer|support|come with)\b|"
     r"不支持|不提供|没有(?:加急|这个选项)|无法(?:加急|选择)", re.I)
+
+
+_UNITS_WANTED = re.compile(r"(?<![\d.$])(\d{1,3})\s?(?:瓶|件|个|双|套|盒|支|份|包|条|台|顶|罐|袋|"
+                           r"units?\b|pieces?\b|bottles?\b|jars?\b|pairs?\b|bags?\b|packs?\b|"
+                           r"of (?:them|these)\b)", re.I)
+_GRANTED = re.compile(r"^\W*(?:yes|yep|sure|no problem|of course|absolutely|go for it|grab)\b|"
+                      r"^\W*(?:没问题|可以|好的|放心|随便拍|有的)", re.I)
+
+
+def units_wanted(user: str) -> int:
+    """The most units a viewer's turn asks to buy ("我要买6瓶", "I'll take 6 jars"), 0 if none."""
+    return max((int(m.group(1)) for m in _UNITS_WANTED.finditer(user)), default=0)
+
+
+def granted(reply: str) -> bool:
+    """The reply opens by agreeing ("No problem", "没问题")."""
+    return bool(_GRANTED.search(reply))
 
 
 def lookup_failed(records: Iterable[ToolRecord]) -> bool:
