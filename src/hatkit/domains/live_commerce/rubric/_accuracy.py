@@ -157,18 +157,23 @@ class _AccuracyChecks(_RunBase):
     def _over_stock(self) -> None:
         """A purchase of more units than check_stock holds, agreed to ("我要买6瓶" "没问题，6瓶随便拍"
         with 4 left)."""
-        want, totals = units_wanted(self._users[-1] if self._users else ""), self.scope.stock_totals
-        if want and totals and want > max(totals) and granted(self._reply):
+        totals = self.scope.stock_totals
+        if not totals or not self._users or not granted(self._reply):
+            return
+        want = units_wanted(self._users[-1])
+        if want > max(totals):
             self.acc(self._reply[:40], False, f"check_stock holds {max(totals)}, fewer than {want}",
                      "tool:check_stock")
 
     def _glossed(self, claims: list[Claim]) -> None:
         """Values stated about an id whose lookup failed, the failure unsaid ("HM-099 has a 30-day
         window" after get_return_policy found no HM-099)."""
-        gone = sorted(i for i in failed_ids(self.t.tool_calls)
-                      if i not in self.lex.products and i in self._reply)
         values = [c for c in claims
                   if c.kind in ("money", "days", "stock", "returns", "percent") and not c.negated]
+        if not values:
+            return
+        gone = sorted(i for i in failed_ids(self.t.tool_calls)
+                      if i not in self.lex.products and i in self._reply)
         if gone and values and not explained(self._reply):
             self.acc(values[0].text, False, f"no tool result for {gone[0]} (its lookup failed)",
                      "trace:tool_calls")
