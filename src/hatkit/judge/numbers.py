@@ -19,13 +19,13 @@ _EN_TENS = {w: 10 * i for i, w in enumerate(
 _EN_WORD = "a (?:hundred|thousand)|" + "|".join(sorted([*_EN_UNITS, *_EN_TENS, "hundred", "thousand"],
                                                        key=len, reverse=True))
 _EN_AFTER = (r"(?:business |working |calendar )?days?\b|weeks?\b|hours?\b|minutes?\b|dollars?\b|bucks\b|"
-             r"cents?\b|percent\b|"
+             r"cents?\b|percent\b|months?\b|"
              r"(?:units?|pieces?|pairs?|items?|bottles?|packs?|boxes|sets?) (?:left|in stock|remaining)\b|"
              r"left\b|in stock\b|remaining\b|(?:to|or) (?:\d|(?:" + _EN_WORD + r")\b)|(?:-| )day\b")
 _EN_NUMBER = re.compile(
     rf"(?<![\w-])((?:{_EN_WORD})(?:(?:-| and | )(?:{_EN_WORD}))*)(?=\s?(?:{_EN_AFTER}))", re.I)
 _EN_ONLY = re.compile(r"\b(just|only) (one|two|three|four|five|six|seven|eight|nine|ten)\b"
-                      r"(?=(?: [\w-]+){0,6}? (?:left|remaining|in stock)\b)", re.I)
+                      r"(?=(?: [\w-]+){0,8}? (?:left|remaining|in stock)\b)", re.I)
 _EN_SIMPLE = "|".join(sorted([*_EN_UNITS, *_EN_TENS], key=len, reverse=True))
 _EN_2DIGIT = (rf"(?:(?:{'|'.join(_EN_TENS)})(?:-(?:{'|'.join(w for w in _EN_UNITS if _EN_UNITS[w] < 10)}))?|"
               rf"{'|'.join(w for w in _EN_UNITS if _EN_UNITS[w] >= 10)})")
@@ -46,9 +46,22 @@ _EN_CUED = re.compile(
 (a digit, a hyphen and tens: hundreds and tens)."""
 _EN_SLANG = re.compile(r"\ba (fiver|tenner)\b", re.I)
 _LIST_CUE = re.compile(r"(?:from|was|list(?: price)?|usually|normally|regular(?:ly)?|originally)\W*$", re.I)
-_EN_SPAN = re.compile(r"\b(?:a (?:full |whole )?month|one month)\b|\b(\d+) weeks?\b|\ba week\b", re.I)
+_EN_SPAN = re.compile(r"\b(?:a (?:full |whole )?month|one month)\b|\b(\d+) weeks?\b|\ba week\b|"
+                      r"\b(\d+) months?\b", re.I)
+_WINDOW_CUE = re.compile(r"return|refund|send (?:it |them )?back|exchange|window|退|换|到货|送达|发货", re.I)
+"""Months are a window only where the sentence speaks of returns or delivery ("three months to send
+it back", "三个月退货"); "12个月以下婴儿" and "6 months after opening" are an age and a shelf life."""
+_SENTENCE = re.compile(r"[^.!?。！？；;\n]*")
 _ZH_SPAN = re.compile(r"一个?月|一个?(?:星期|礼拜)|一周")
+_ZH_SPANS = re.compile(r"(?<![\d.])(\d+)\s?(个月|周|个星期|个礼拜)(?![^，。,.！？；]{0,4}?次)")
+"""After the number words: "3个月" -> "90天", "2周" -> "14天" (a window in days; "2周3次" is a rate)."""
 _EN_CENTS = re.compile(r"(?<![\w$.])(\d+) dollars? (?:and )?(\d{1,2}) cents?\b", re.I)
+_EN_DOLLARS_TAIL = re.compile(
+    rf"(?<![\w$.])(\d+) dollars? (?:and )?({_EN_2DIGIT})(?![\w-])(?!\s?(?:{_EN_AFTER}))", re.I)
+"""Cents said as a bare number after the dollars: "one hundred four dollars thirty" = $104.30."""
+_EN_RATE = re.compile(r"(?:\btimes|\bonce|\btwice|\bx|\bper|\bevery)\s*$", re.I)
+_ZH_RATE = re.compile(r"[^，。,.！？；]{0,4}?次")
+"""A span that is a rate, not a window: "three times a week", "一周先用3次"."""
 
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
               "八": 8, "九": 9}
@@ -128,20 +141,50 @@ def digits_for_words(text: str) -> str:
     if _EN_NUMBER.search(text):
         text = _EN_NUMBER.sub(lambda m: str(_en_value(m.group(1))), text)
         text = _EN_CENTS.sub(lambda m: f"${int(m.group(1))}.{int(m.group(2)):02d}", text)
+        text = _EN_DOLLARS_TAIL.sub(lambda m: f"${int(m.group(1))}.{_en_value(m.group(2)):02d}", text)
     text = _EN_SPAN.sub(_span_days, text)
     if any("\u4e00" <= c <= "\u9fff" or c == "〇" for c in text):
-        text = _ZH_SPAN.sub(lambda m: "30天" if "月" in m.group(0) else "7天", text)
+        text = _ZH_SPAN.sub(_zh_span, text)
         text = _ZH_MONEY_ONLY_TAIL.sub(lambda m: str(_ZH_DIGITS[m.group(1)]), text)
         text = _ZH_NUMBER.sub(_zh_replace, text)
+        text = _ZH_SPANS.sub(_zh_spans, text)
         text = _ZH_MONEY_TAIL.sub(
             lambda m: f"{m.group(1)}.{m.group(2)}{m.group(3) or ''}元", text)
     return text
 
 
+def _in_window_sentence(m: re.Match[str]) -> bool:
+    start = max(m.string.rfind(c, 0, m.start()) for c in ".!?。！？；;\n") + 1
+    end = _SENTENCE.match(m.string, m.end())
+    return bool(_WINDOW_CUE.search(m.string, start, end.end() if end else len(m.string)))
+
+
+def _zh_spans(m: re.Match[str]) -> str:
+    """"2周" -> "14天"; "3个月" -> "90天" in a sentence about returns or delivery."""
+    n = int(m.group(1))
+    if "月" in m.group(2):
+        return f"{30 * n}天" if _in_window_sentence(m) else m.group(0)
+    return f"{7 * n}天"
+
+
+def _zh_span(m: re.Match[str]) -> str:
+    """"一个月" -> "30天", "一周" -> "7天"; "一周用3次" (a rate) is "每周用3次", no window."""
+    if m.string[max(0, m.start() - 1):m.start()] == "每":
+        return m.group(0)[1:]  # 每一周: 每周
+    if _ZH_RATE.match(m.string, m.end()):
+        return "每" + m.group(0)[1:]
+    return "30天" if "月" in m.group(0) else "7天"
+
+
 def _span_days(m: re.Match[str]) -> str:
-    """"three weeks" -> "21 days", "a month" -> "30 days": a window stated in days."""
+    """"three weeks" -> "21 days", "two months" -> "60 days": a window stated in days; "twice a week"
+    (a rate) stays."""
+    if _EN_RATE.search(m.string, max(0, m.start() - 12), m.start()):
+        return m.group(0)
     if m.group(1):
         return f"{7 * int(m.group(1))} days"
+    if m.group(2):
+        return f"{30 * int(m.group(2))} days" if _in_window_sentence(m) else m.group(0)
     return "7 days" if "week" in m.group(0).lower() else "30 days"
 
 

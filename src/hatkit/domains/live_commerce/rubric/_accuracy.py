@@ -10,6 +10,8 @@ from typing import Any
 from hatkit.harness import load_harness
 
 from ..variants import HARNESS_DIR
+from ._answers import explained, failed_ids, granted, units_wanted
+from ._derive import approximate, counts, derivable, nearest_variant, rebind_all, rounding
 from ._episode import PRICE_TOOLS
 from ._facts import _Agent, _ProductFacts
 from ._policy import negated_here
@@ -60,8 +62,17 @@ def _named(facts: list[_ProductFacts], claims: list[Claim], c: Claim) -> list[_P
 class _AccuracyChecks(_RunBase):
     """Claim checks: each claim of a reply against the tools, rules and catalog."""
 
+    _claims: list[Claim]
+    _stated: list[Claim]
+    """This reply's claims (rebound, see _derive) and its amounts: the working a derived amount uses."""
+
     def _accuracy(self, claims: list[Claim]) -> None:
         facts = self._facts(self.scope.products())
+        claims = rebind_all(self._reply, claims)
+        self._claims = claims
+        self._stated = [c for c in claims if c.kind == "money" and c.value is not None]
+        self._glossed(claims)
+        self._over_stock()
         for c in claims:
             if c.kind == "money":
                 self._money(c, facts)
@@ -123,8 +134,61 @@ class _AccuracyChecks(_RunBase):
             expected = "a price, saving, fee or threshold this episode supports"
         ok = _near(v, allowed, self.tol) if not c.bound else any(
             (0.9 if c.bound == "just_under" else 0.5) * v <= a <= v + self.tol for a in allowed)
+        if not ok and not c.bound and c.role in ("price", "saving", "total", "amount"):
+            ok = self._derived(c, v, facts)
+        elif ok and (need := self._bundle_alone(v, facts)):
+            ok, expected = False, f"the bundle price needs {need} units; no such quantity here"
         source = f"catalog:{c.product_id}.price" if c.role == "price" and c.product_id else "catalog+tools"
         self.chk(c, ok, "" if ok else expected, source)
+
+    def _bundle_alone(self, v: int, facts: list[_ProductFacts]) -> int:
+        """The minimum quantity of a bundle whose unit price `v` is, when neither the viewer nor the
+        reply names that many units ("I only need one" "one still gets the 10% off: $48.96"); else 0."""
+        for f in facts:
+            if abs(cents(f.p.price) - v) <= self.tol:
+                return 0
+            for pr in self.a.state.valid_promotions(f.p.id):
+                need = pr.min_quantity or 0
+                if pr.kind == "bundle" and need >= 2 and abs(cents(f.p.price * (1 - pr.value / 100)) - v) \
+                        <= self.tol and not any(k >= need for k in counts(self._reply, *self._users[-1:])):
+                    return need
+        return 0
+
+    def _over_stock(self) -> None:
+        """A purchase of more units than check_stock holds, agreed to ("我要买6瓶" "没问题，6瓶随便拍"
+        with 4 left)."""
+        totals = self.scope.stock_totals
+        if not totals or not self._users or not granted(self._reply):
+            return
+        want = units_wanted(self._users[-1])
+        if want > max(totals):
+            self.acc(self._reply[:40], False, f"check_stock holds {max(totals)}, fewer than {want}",
+                     "tool:check_stock")
+
+    def _glossed(self, claims: list[Claim]) -> None:
+        """Values stated about an id whose lookup failed, the failure unsaid ("HM-099 has a 30-day
+        window" after get_return_policy found no HM-099)."""
+        values = [c for c in claims
+                  if c.kind in ("money", "days", "stock", "returns", "percent") and not c.negated]
+        if not values:
+            return
+        gone = sorted(i for i in failed_ids(self.t.tool_calls)
+                      if i not in self.lex.products and i in self._reply)
+        if gone and values and not explained(self._reply):
+            self.acc(values[0].text, False, f"no tool result for {gone[0]} (its lookup failed)",
+                     "trace:tool_calls")
+
+    def _derived(self, c: Claim, v: int, facts: list[_ProductFacts]) -> bool:
+        """`v` follows from the reply's other amounts and the episode's (see _derive)."""
+        s = self.scope
+        stated = [cents(x.value or 0) for x in self._stated if x.start != c.start and not approximate(
+            self._reply, x)]
+        stated += s.viewer_money
+        bases = {cents(f.p.price) for f in facts}
+        pcts = {x.value for x in self._claims if x.kind == "percent" and x.value} | {
+            x for f in facts for x in (*f.percents_promo, *f.percents_coupon)}
+        ks = counts(self._reply, *self._users[-1:]) | s.bundle_min
+        return derivable(v, stated, bases, ks, pcts, rounding(self._reply, c, v, self.tol))
 
     def _stale(self, v: int, names: Iterable[str], as_money: bool = True) -> str:
         ref = self.a.reference_rules
@@ -226,6 +290,9 @@ class _AccuracyChecks(_RunBase):
                 ok = 0 in totals or 0 in variants
             else:
                 ok = int(c.value) in totals or int(c.value) in variants
+            named = nearest_variant(self._reply[c.clause[0]:c.start], s.variant_stock)
+            if named and c.high is None and c.value in (None, 0):  # "Volt in 9 is available": that variant
+                ok = any(n > 0 for n in named) if c.value is None else all(n == 0 for n in named)
             exp = "check_stock totals: " + ", ".join(map(str, totals))
             self.chk(c, ok, "" if ok else exp, "tool:check_stock")
         elif c.value is None or c.value == 0:

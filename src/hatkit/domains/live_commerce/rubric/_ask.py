@@ -15,7 +15,10 @@ from .claims import Claim, find_products
 _ASK = {k: FastPattern(v) for k, v in {
     "price": r"how much|\bprice|on sale|what (?:does|do|would|will)\b.{0,40}\bcost|\bpay\b|"
              r"\b(?:going|selling|sells|go) for\b|多少钱|价格|价位|"
-             r"卖多少|什么价|原价|售价|打折",
+             r"卖多少|什么价|原价|售价|打折|"
+             r"\btotal\b|\ball in\b|\b(?:shipped|delivered)\W*$|一共|总共|合计|总价|到手价",
+    "saving": r"\bsav(?:e|es|ing|ings)\b|\bhow much (?:off|cheaper|less)\b|省(?:多少|了多少|下多少)|"
+              r"便宜了?多少",
     "deals": r"(?<!real )(?<!big )\bdeals?\b|promo|coupon|\bcodes?\b|discount|\bstack|freebie|"
              r"优惠|活动|促销|满减|赠品|折扣",
     "stock": r"in stock|\bstock\b|availab|any left|\bleft\b|still got|do you have|have it|sold out|"
@@ -56,6 +59,11 @@ _TOOL_ASPECTS = {
     "get_return_policy": "returns", "get_size_guide": "size", "escalate_to_human": "escalation",
     "get_product_details": "spec",
 }
+_OPINION = re.compile(r"\bworth\b|\bany good\b|\bhow (?:is|are|good|does (?:it|they) (?:feel|taste))\b|"
+                      r"\bcomfy\b|\bwhy is\b|\bhow (?:does|do) (?:it|they) compare\b|\bvs\.?\s|\bversus\b|"
+                      r"好用吗|好喝吗|好吃吗|值得|值不值|怎么样|好不好|比怎么样|比呢", re.I)
+"""An opinion asked ("are they worth it?", "和AirPods比怎么样"): no one fact is asked, so any
+substantive reply answers it (whether its claims hold is accuracy's question)."""
 _IF_NOT_FIT = re.compile(r"\b(?:if|in case)\b[^?.!]{0,30}\b(?:doesn'?t|don'?t|does not|do not|won'?t|"
                          r"didn'?t)\s+fit|不合适|不合身", re.I)
 _LASTS = re.compile(r"how long\b[^?.!]{0,40}\b(?:last|lasts|burn|burns|run|runs|play|hold|stay|stays|keep|"
@@ -91,7 +99,8 @@ class _AskReader(_RunBase):
             return ["compare"]
         if _ASK["request"].search(text) and not _ASK["returns"].search(text):
             return ["request"]  # a concession asked for: a yes or a no answers it
-        asked = [k for k in ("price", "deals", "stock", "delivery", "fee", "returns", "escalation", "size")
+        asked = [k for k in ("price", "saving", "deals", "stock", "delivery", "fee", "returns", "escalation",
+                             "size")
                  if _ASK[k].search(text)]
         if "escalation" in asked:  # a complaint: "arrived damaged" asks for help, not delivery days
             asked = [a for a in asked if a not in ("delivery", "fee", "stock")]
@@ -109,7 +118,11 @@ class _AskReader(_RunBase):
         if "size" in asked and keys and not _ASK["size"].search(_blank_words(text, keys)):
             asked.remove("size")  # "what's the fit / dimensions of ...": a spec question
         if not asked:
-            asked = [f"spec:{k}" for k in keys] or [f"attr:{w}" for w in self._attributes(text, focus)]
+            asked = [f"spec:{k}" for k in keys]
+        if not asked and _OPINION.search(text):  # "worth it?", "好用吗": any substantive reply answers
+            asked = ["open"]
+        if not asked:
+            asked = [f"attr:{w}" for w in self._attributes(text, focus)]
         if not asked and category in _CATEGORY_ASPECTS:
             asked = list(_CATEGORY_ASPECTS[category])
         if not asked and _ASK["chat"].search(text):

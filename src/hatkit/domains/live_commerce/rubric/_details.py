@@ -58,9 +58,18 @@ _KINDS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     ("a free gift or bonus item",
      re.compile(r"\bfree gifts?\b|\bgifts? with\b|\bbonus\b|\bcomplimentary\b|"
                 r"\b(?:comes?|ships?) with a free\b|\bthrow(?:s|ing)? in (?:a |an )?free\b|赠|"
-                r"(?:还|再|另|加|并|免费)送(?![达到货])|送(?:你|一|个|两|\d)",
+                r"(?:还|再|另|加|并|免费)送(?![达到货])|送(?:你|一|个|两|\d)|"
+                r"\b(?:gets?|receives?|comes? with|includ(?:es|ing)) (?:a |an )?free "
+                r"(?!shipping|delivery|return)\w",
                 re.I),
      re.compile(r"gift|bonus|complimentary|free\b[^.;,]{0,40}\bwith\b|included|赠")),
+    ("a promotion no tool result lists",  # a deal's shape: a second item half off, points, a price match
+     re.compile(r"\bbuy (?:one|1|two|2),? get\b|\bbogo\b|\bhalf[- ](?:off|price)\b|"
+                r"\bdouble (?:reward )?points\b|\b(?:reward|loyalty|bonus) points\b|"
+                r"\bstudent (?:discount|id|price)\b|\bprice[- ]match|"
+                r"\bmatch (?:the|their|a|any|that) (?:lower )?price|"
+                r"半价|买一送一|买\d送\d|积分|学生(?:价|优惠|证)|比价|保价|按更低价", re.I),
+     re.compile(r"half|bogo|buy one|buy \d|points|student|price match|半价|买一送一|积分|学生|比价|保价")),
     ("where or how it is made",
      re.compile(r"\bhand-?(?:made|crafted|knit(?:ted)?|sewn|stitched|woven|poured|painted|picked)\b|"
                 r"\bmade in\b|\b(?:sourced|imported|produced|grown|harvested|manufactured) (?:in|from)\b|"
@@ -86,13 +95,16 @@ _KINDS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
 )
 
 
-_ANSWER_NO = re.compile(r"^\W*(?:no|nope|nah|not really|not at all|不是?|没有)\s*[,，!！:：]", re.I)
+_ANSWER_NO = re.compile(r"^\W*(?:no|nope|nah|not really|not at all|not quite|not exactly|sadly not|"
+                        r"afraid not|不是?|没有|不太够|不够)\s*[,，!！:：]", re.I)
 """A leading "Nope," answers the viewer's question; it does not negate what the clause then states."""
 
 
 _ANY_KIND = FastPattern("|".join(f"(?P<k{i}>{said.pattern})" for i, (_, said, _) in enumerate(_KINDS)))
 """The kinds' phrases in one pattern: one scan of a reply, not one per kind."""
-_KIND_KEYS = ("gift", "bonus", "complimentary", "free", "made", "hand", "sourced", "imported",
+_KIND_KEYS = ("gift", "bonus", "half", "bogo", "buy one", "buy 1", "buy two", "buy 2", "points", "student",
+              "match", "半价", "积分",
+              "学生", "比价", "保价", "低价", "complimentary", "free", "made", "hand", "sourced", "imported",
               "produced",
               "grown", "harvested", "manufactured", "certifi", "accredit", "wash", "dishwasher", "dry",
               "ship", "same", "next", "within", "warrant", "guarantee", "赠", "送", "手", "产", "进口",

@@ -7,6 +7,7 @@ import re
 from hatkit.agent.trace import ok_record
 from hatkit.judge.verdict import Evidence
 
+from ._answers import explained_failure, refused_option, yes_no_answer, yes_no_question
 from ._ask import _AskReader, _blank
 from ._episode import _Turn
 from ._facets import _FacetChecks
@@ -50,10 +51,14 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         if getattr(self, "invented", False):  # a specific detail stated, though unfounded: an answer
             parts = dict.fromkeys(parts, 1.0)
         parts = self._facet_parts(_blank(turn.user, find_products(turn.user, self.lex)), reply, parts, focus)
+        if len(parts) == 1 and yes_no_question(turn.user) and (refused_option(reply) or yes_no_answer(reply)):
+            parts = dict.fromkeys(parts, 1.0)  # "can I pay for express?" "not available"; "It does!"
         if self.off_target or self._about_another(turn, claims, asked):
             self.ev.append(Evidence("effectiveness", f"{tag}answers about another product", False,
                                     "the product asked about", "rubric:effectiveness"))
             parts = dict.fromkeys(parts, 0.0)
+        if explained_failure(reply, turn.records):  # "I couldn't find AP-021": why it cannot answer
+            parts = dict.fromkeys(parts, 1.0)
         for a, score in parts.items():
             self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,
                                     "" if score >= 1.0 else f"answered {score:.0%}", "rubric:effectiveness"))
@@ -100,8 +105,8 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         facts = self._facts(focus)
         money = [c for c in claims if c.kind == "money"]
         if aspect == "price":  # "express? how much?": the fee answers it
-            roles = ("price", "amount", "list", "fee") if _SHIP_WORDS.search(turn.user) else (
-                "price", "amount", "list")
+            roles = ("price", "amount", "list", "total", "fee") if _SHIP_WORDS.search(turn.user) else (
+                "price", "amount", "list", "total")
             return float(any(c.role in roles for c in money))
         if aspect == "saving":
             if not any(f.p.list_price > f.p.price for f in facts):
@@ -116,8 +121,9 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         if aspect == "delivery":
             return float(any(c.kind == "days" and (c.high is not None or c.role == "delivery")
                              for c in claims) or bool(_RELATIVE_DAY.search(reply)))
-        if aspect == "fee":
-            return float("free_shipping" in kinds or any(c.role == "fee" for c in money))
+        if aspect == "fee":  # a fee, or "Free!" (whether it is free is accuracy's question)
+            return float("free_shipping" in kinds or any(c.role == "fee" for c in money)
+                         or bool(_FREE_SAID.search(low)))
         if aspect == "request":
             return float(bool(_YES_NO.search(reply) or NEGATION.search(reply) or _GRANT.search(reply)
                               or _DONE.search(reply)))
@@ -146,6 +152,8 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
                 if v.strip()]
             if key:  # "battery" asked: "battery with ANC" answers it too
                 values += [v for f in facts for k, v in f.p.specs.items() if k != key and k.startswith(key)]
+            if not key and yes_no_question(turn.user) and yes_no_answer(reply):
+                return 1.0  # "is it waterproof?" "Not fully: 40 minutes": the no is the answer
             # "does it float?" needs more than a number of the product
             loose = bool(key) or not _YES_NO_ASK.search(turn.user)
             return float(any(_spec_in(v, low) or (loose and _same_quantity(v, reply)) for v in values)) \
@@ -185,6 +193,9 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
         fits = [g["fit"] for g in guides if "fit" in g]
         if not advice and not fits:
             return 1.0  # no size guide for this product: nothing more to state
+        if _FIT_ASK.search(user) and not _GUIDE_ASK.search(user):  # "does it run small?": the fit answers
+            return float(any(_spec_in(x.split(";")[0], low) or _zh_fit(x, low) for x in fits)
+                         or any(_zh_fit(x, low) for x in advice) or bool(_FIT_SAID.search(low)))
         said = {float(x) for x in _NUM.findall(low)}
         got = any(_spec_in(a, low) or any(m.group(1) in low or _cm_in(m.group(1), said)
                                           for m in _CM.finditer(a)) for a in advice)
@@ -241,6 +252,12 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
 
 _FIT_SAID = re.compile(r"runs? (?:small|large|big|true)|true to size|(?:size|order) (?:up|down)|"
                        r"偏小|偏大|正码|(?:大|小)一码|标准码", re.I)
+_FREE_SAID = re.compile(r"^\W*free\b|\bships? (?:\w+ )?free\b|\bfree-shipping\b|免运费|包邮|免邮", re.I)
+_FIT_ASK = re.compile(r"runs? (?:small|large|big|true)|true to size|(?:size|order) (?:up|down)|"
+                      r"偏小|偏大|正码|标准码|大一码|小一码", re.I)
+_GUIDE_ASK = re.compile(r"size guide|measure|dimension|chest|waist|length|\bcm\b|\bwhat size\b|which size|"
+                        r"尺码表|尺寸|胸围|腰围|多大|穿什么码|选什么码|哪个码", re.I)
+"""A fit question ("does it run small?") is answered by the fit; a guide question needs its values."""
 _ANAPHOR = re.compile(r"\b(?:it|it's|its|this(?: one)?|that(?: one)?|they|they're)\b|它|这款|这个|这件", re.I)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
 _WORDS = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")

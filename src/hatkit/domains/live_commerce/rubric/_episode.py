@@ -61,6 +61,8 @@ class _Scope:
     stock_totals: list[int] = field(default_factory=list)
     """total_in_stock of each check_stock result (empty: stock never checked)."""
     stock_variants: list[int] = field(default_factory=list)
+    variant_stock: list[tuple[str, str, int]] = field(default_factory=list)
+    """(size, colour, stock) of each check_stock variant: a stock claim binds to the one it names."""
     search_stock: dict[str, bool] = field(default_factory=dict)
     shipping: list[tuple[int, int | None, int | None]] = field(default_factory=list)
     """(fee, express fee, free-shipping threshold) in cents, per get_shipping_info result."""
@@ -125,6 +127,8 @@ class _Scope:
             variants = [int(v["stock"]) for v in out.get("variants", ())]
             self.stock_totals.append(int(out["total_in_stock"]))
             self.stock_variants += variants
+            self.variant_stock += [(str(v.get("size") or ""), str(v.get("color") or ""), int(v["stock"]))
+                                   for v in out.get("variants", ())]
         elif canon == "get_shipping_info":
             express, threshold = out.get("express_fee"), out.get("free_shipping_threshold")
             self.shipping.append((cents(float(out["shipping_fee"])),

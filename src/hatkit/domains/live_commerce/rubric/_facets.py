@@ -27,6 +27,8 @@ _ASKED = {k: FastPattern(v) for k, v in {
     "delivery": r"how (?:long|fast|soon)\b.{0,30}(?:ship|deliver|arriv|get here)|shipping time|deliver|"
                 r"when (?:would|will|can|does)\b.{0,30}(?:arriv|come|get)|多久能到|几天|到货|送达|多久到",
     "fee": r"shipping (?:cost|fee)|cost to ship|free shipping|\bfee\b|运费|包邮|免邮",
+    "gift": r"\bfree gifts?\b|\bfreebies?\b|gift with|\bbonus (?:item|gift)|comes? with (?:a |any )?gifts?|"
+            r"赠品|送什么|送不送|有送|有没有送|礼品",
     "express": r"\bexpress\b|expedit|overnight|加急|特快|加快",
     "colour": r"colou?rs?\b|shades?\b|颜色|色号|什么色|哪些色|几种色",
     "sizes": r"what sizes|which sizes|sizes (?:do|does|are|come)|size range|哪些尺码|什么尺码|"
@@ -58,7 +60,7 @@ _UNITS = {
 _FIRST_NUM = re.compile(r"\d+(?:\.\d+)?")
 _VALUE = {k: FastPattern(v) for k, v in {
     "price": r"\$\s?\d|\d\s?(?:dollars|美元|块|元|刀)",
-    "discount": r"\d+\s?%|\d\s?折|[一二三四五六七八九]折|\$\s?\d|\d\s?(?:美元|块|元)|"
+    "discount": r"\d+\s?%|\d\s?折|[一二三四五六七八九]折|\$\s?\d|\d\s?(?:美元|块|元)|half (?:off|price)|半价|"
                 r"no (?:deals?|discount|promo)|not on sale|没有(?:优惠|折扣|活动|打折)|不打折",
     "stock": r"\d+\s?(?:left|in stock|pairs|units|pieces|件|个|支|块|双|袋|盒|瓶|套)|"
              r"(?:还剩|还有|剩下?|有)\s?\d+|"
@@ -70,6 +72,8 @@ _VALUE = {k: FastPattern(v) for k, v in {
                r"final sale|no returns|non-returnable|can(?:not|'t) be returned|"
                r"不退|不能退|不支持退|不可退|不予退",
     "minimum": r"\$\s?\d|\d\s?(?:dollars|美元|块|元|刀)|no minimum|没有门槛|无门槛",
+    "gift": r"\bfree (?!shipping|delivery|returns?)[a-z]|\bgifts?\b|\bbonus\b|throws? in|comes with|"
+            r"no (?:gift|freebie)|送|赠|礼品|没有赠品",
 }.items()}
 """Stated values (or honest negatives) of a facet: enough to rescue a fallback aspect."""
 _WORDS = {k: FastPattern(v) for k, v in {
@@ -99,12 +103,18 @@ _STOP = frozenset({"this", "that", "with", "have", "there", "still", "come", "wo
                    "available", "stock", "returnable", "cost", "free", "left", "sold", "ship"})
 
 
+_SAVE_Q = re.compile(r"how much (?:can|could|do|would|will) (?:i|you|we) save|how much (?:off|cheaper)|"
+                     r"省多少|能省|便宜多少", re.I)
 _SIZE_WORD = re.compile(r"dimension|\bbig\b|tall|wide|尺寸|多高|多宽|多长|体积", re.I)
 
 
 def asked_facets(text: str) -> list[str]:
     """The facets `text` (product names blanked) asks for, in table order."""
     found = [k for k, p in _ASKED.items() if p.search(text)]
+    if "price" in found and _SAVE_Q.search(text):  # "how much can I save?" asks a discount, not a price
+        found = [f for f in found if f != "price"] + ([] if "discount" in found else ["discount"])
+    if "gift" in found and "discount" in found:
+        found.remove("gift")  # "promos or freebies?": one deals question, a gift is one of the deals
     if "sizes" in found and "dimensions" in found:
         found.remove("dimensions")
     if "power" in found and "dimensions" in found and not _SIZE_WORD.search(text):

@@ -37,6 +37,11 @@ _RETURN_YES = FastPattern(
     r"能退|可以退|可退|能换|可以换|退货没问题|包退", re.I)
 _USED = re.compile(r"\b(?:opened|used|worn|tried (?:it )?on|slept on|washed|unsealed|tested)\b|"
                    r"拆(?:开|封)|用(?:过|了)|穿(?:过|了)|洗(?:过|了)", re.I)
+_UNUSED_ONLY = re.compile(r"\b(?:unopened|unused|unworn|unwashed|still sealed|sealed ones)\b|"
+                          r"未(?:拆封|开封|使用|穿过?)|没(?:拆|开封|用过|穿过)", re.I)
+"""A return granted only to unopened or unused items: the policy's condition, not a yes for the
+viewer's opened one ("opened ones can't be returned; unopened ones can come back"), where the
+product takes returns at all (a perishable's "unopened within 48 hours" is still a breach)."""
 _DAYS_AGO = re.compile(r"(\d+)\s?(?:days?|天)(?: ago|前)|(?:a|one) month ago|一个月前|(\d+)\s?weeks? ago",
                        re.I)
 
@@ -62,10 +67,12 @@ class _PromiseChecks(_RunBase):
         if (express := express_refused(reply, shown)) is not None:
             self.acc(express, False, "express shipping is not available for this product",
                      "tool:get_shipping_info")
-        affirmed = _RETURN_YES.search(reply)
+        facts = self._facts(focus)
+        returnable = bool(facts) and all(self.scope.return_days.get(f.p.id, f.window) for f in facts)
+        affirmed = next((m for m in _RETURN_YES.finditer(reply) if not (
+            returnable and _UNUSED_ONLY.search(clause_before(reply, m.start())))), None)
         if affirmed is None or NEGATION.search(clause_before(reply, affirmed.start())):
             return
-        facts = self._facts(focus)
         classes = {f.p.return_class for f in facts}
         why = ""
         if "final_sale" in classes:
