@@ -20,6 +20,7 @@ FAMILIES = FOLDER / "heldout_families.jsonl"
 FOOD = DOMAINS / "food_delivery" / "calibration" / "labelled.jsonl"
 DEV = FOLDER / "dev_families.jsonl"
 ROUND2 = FOLDER / "heldout_families_r2.jsonl"
+ROUND3 = FOLDER / "heldout_families_r3.jsonl"
 
 
 @pytest.mark.parametrize("path", [FAMILIES, FOOD], ids=["live_commerce", "food_delivery"])
@@ -57,7 +58,30 @@ def test_the_round_two_set_matches_its_hash_and_is_dev_whole() -> None:
     assert split.dev == {c.family for c in convs} - {"clean"}
     per = Counter(c.family for c in convs)
     assert min(per.values()) >= 30 and per["clean"] >= 60
-    assert LC.independent_labels == ROUND2
+    assert LC.independent_labels != ROUND2
+
+
+def test_the_round_three_set_matches_its_hash_and_is_sealed_whole() -> None:
+    """Round 3 measures the round-3 checks: frozen by the hash its notes give, every family
+    sealed (none read while the checks were fixed), ten error families new to rounds 1 and 2,
+    and the newest round is what calibrate uses."""
+    from hatkit.domains.live_commerce import DOMAIN as LC
+    from hatkit.judge.conversations import load_conversations, load_split, split_file
+
+    frozen = re.search(r"sha256 \(`heldout_families_r3.jsonl`\):\s*`?([0-9a-f]{64})",
+                       (FOLDER / "heldout_families_r3.md").read_text("utf-8"))
+    assert frozen is not None
+    assert hashlib.sha256(ROUND3.read_bytes()).hexdigest() == frozen.group(1)
+    convs = load_conversations(ROUND3)
+    split = load_split(split_file(ROUND3), convs)
+    assert not split.dev and not split.clean_dev_ids
+    assert split.sealed == {c.family for c in convs} - {"clean"}
+    per = Counter(c.family for c in convs)
+    assert len(per) == 11 and min(per.values()) >= 30 and per["clean"] >= 90
+    earlier = {c.family for f in (FAMILIES, ROUND2) for c in load_conversations(f)}
+    assert not (split.sealed & earlier)
+    assert {(c.family, c.locale) for c in convs} == {(f, loc) for f in per for loc in ("en", "zh")}
+    assert LC.independent_labels == ROUND3
 
 
 def test_every_family_has_thirty_items_in_both_locales_and_clean_has_sixty() -> None:

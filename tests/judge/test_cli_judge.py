@@ -43,14 +43,15 @@ def test_calibrate_twice_then_report(tmp_path: Path) -> None:
         assert r.exit_code == 0, r.output
     assert "reference labels" in r.output and "unchanged since round 1" in r.output
     # every round also scores the domain's independently written families (leave-one-family-out)
-    # (the newest round, heldout_families_r2.jsonl, developed on since round 3: every family dev)
-    assert "independent families" in r.output and "wrong_rule_value" in r.output
+    # (the newest round, heldout_families_r3.jsonl, every family sealed)
+    assert "independent families" in r.output and "wrong_language" in r.output
     rounds = [json.loads(x) for x in log.read_text().splitlines()]
-    assert rounds[-1]["families"]["all"]["accuracy"]["n"] == 330
-    # the shipped split: dev families apart, no sealed clean conversation left to count
+    assert rounds[-1]["families"]["all"]["accuracy"]["n"] == 390
+    # the shipped split: sealed families apart, false alarms on the sealed clean conversations
     fams = rounds[-1]["families"]
-    assert fams["all dev"]["accuracy"]["n"] == 330 and "health_claim" not in fams
-    assert "all sealed" not in fams and fams["clean:dev"]["accuracy"]["n"] == 60
+    assert fams["all sealed"]["accuracy"]["n"] == 390 and "wrong_rule_value" not in fams
+    assert rounds[-1]["false_alarms"]["n"] == fams["clean:sealed"]["accuracy"]["n"] == 90
+    assert "false alarms on sealed clean" in r.output
     png = tmp_path / "a.png"
     r = runner.invoke(app, ["judge", "report", "--log", str(log), "--png", str(png)])
     assert r.exit_code == 0 and png.stat().st_size > 5000 and "independent families" in r.output
