@@ -72,7 +72,7 @@ def test_own_replies_are_the_targets_greedy_continuations_of_each_trained_segmen
     for i in range(3):  # two trained segments per row, text the target would not write
         req = _request(plain, SYSTEM, f"item {i} colours?", max_new_tokens=4)
         p = list(req.prompt_ids or [])
-        ids = p + [40, 41, 42, 2] + [50, 51] + [43, 44, 2]
+        ids = [*p, 40, 41, 42, 2, 50, 51, 43, 44, 2]  # two segments, one tool turn between
         data.append((ids, [0] * len(p) + [1] * 4 + [0, 0] + [1] * 3))
     assert segment_starts(data[0][1]) == [len(data[0][0]) - 9, len(data[0][0]) - 3]
     seen: list[tuple[str, int, int]] = []
