@@ -40,9 +40,16 @@ def tiny_local_model(seed: int = 1, **kwargs: Any) -> Any:
 
 
 def error_events(trace: Trace) -> list[str]:
-    """Backend errors in one episode: model_error events, and fallbacks a model error caused."""
+    """Backend errors in one episode: model_error events, and fallbacks a model error caused.
+    A spent call budget is not one: the model's own behaviour (repeating a call) ended the turn,
+    which is what an evaluation measures, not a failure of the measurement."""
+    def budget(e: Any) -> bool:
+        return (e.data.get("error_type") == "call_budget"
+                or str(e.data.get("detail", "")).startswith("call_budget"))
+
     return [f"{e.kind}: {e.data}" for e in trace.events
-            if e.kind == "model_error" or (e.kind == "fallback" and "error" in str(e.data.get("reason")))]
+            if (e.kind == "model_error" or (e.kind == "fallback" and "error" in str(e.data.get("reason"))))
+            and not budget(e)]
 
 
 def check_episodes(bench: str, traces: Iterable[Trace], what: str) -> list[Trace]:

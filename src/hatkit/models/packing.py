@@ -9,8 +9,11 @@ with oneDNN's packed weights. Packed weights are a copy, made once (about 1 s fo
 model) and reused while the weights do not change: resident memory grew by 780 MB in fp32
 (MKL's blocked layout pads) and 270 MB in bf16 for the default model.
 
-- bf16 (where the CPU multiplies bf16 in hardware): oneDNN's packed weight for every call,
-  any number of rows; outputs are bit-identical to `F.linear` (tested).
+- bf16 (where the CPU multiplies bf16 in hardware): oneDNN's packed weight for up to
+  MAX_PACKED_ROWS rows (decode steps, speculative verify passes); outputs are bit-identical to
+  `F.linear` there (tested). Prefill widths keep `F.linear`: from about 300 rows oneDNN picks
+  another kernel for the packed weight and the last bits differ (5 of 16 evaluation replies
+  changed when prefill ran packed too).
 - fp32: MKL's packed weight for 2..MAX_PACKED_ROWS rows, PACK_ROWS at a time, padded (a
   packed product is only valid at the row count it was packed for, and 8 padded rows cost
   about what 2 do); 1 row and prefill widths keep `F.linear`, which is as fast there. A row's output
@@ -31,8 +34,8 @@ from typing import Any
 PACK_ROWS = 8
 """The row count fp32 weights are packed for (LocalModel's default batch)."""
 MAX_PACKED_ROWS = 2 * PACK_ROWS
-"""fp32 inputs of up to this many rows run packed, PACK_ROWS at a time (two packed calls of
-8 rows cost less than one `F.linear` of 16; at 24 rows the two were even); wider ones
+"""Inputs of up to this many rows run packed (fp32: PACK_ROWS at a time; two packed calls of
+8 rows cost less than one `F.linear` of 16, at 24 rows the two were even); wider ones
 (prefill) keep `F.linear`."""
 
 
@@ -76,11 +79,11 @@ class _Packed:
         import torch
 
         bias = module.bias
+        rows = x.numel() // x.shape[-1]
         if self.kind == "bf16":
-            if x.dtype != torch.bfloat16 or torch.is_grad_enabled():
+            if x.dtype != torch.bfloat16 or torch.is_grad_enabled() or rows > MAX_PACKED_ROWS:
                 return torch.nn.functional.linear(x, module.weight, bias)
             return torch.ops.mkldnn._linear_pointwise(x, self.weight, bias, "none", [], "")
-        rows = x.numel() // x.shape[-1]
         if not 1 < rows <= MAX_PACKED_ROWS or x.dtype != torch.float32 or torch.is_grad_enabled():
             return torch.nn.functional.linear(x, module.weight, bias)
         flat = x.reshape(rows, x.shape[-1])
