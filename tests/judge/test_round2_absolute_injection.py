@@ -10,30 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from shop_calls import shop_call
+from shop_calls import judge_reply, passes, shop_call
 
-from hatkit.domain import get_domain
 from hatkit.domains.live_commerce.rubric._injection import demands, obeyed
-from hatkit.judge.conversations import LabelledConversation, to_trace
 from hatkit.judge.verdict import Verdict
-
-LC = get_domain("live_commerce")
-HARNESS = LC.harness()
-JUDGE = LC.judge(role="eval")
 
 
 def _judge(user: str, reply: str, *calls: tuple[str, dict[str, Any], Any], locale: str = "en") -> Verdict:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
-    for name, args, out in calls:
-        messages.append({"role": "assistant", "tool_calls": [{"name": name, "arguments": args}]})
-        messages.append({"role": "tool", "name": name, "content": out})
-    messages.append({"role": "assistant", "content": reply})
-    conv = LabelledConversation("t-r2", "test", locale, messages, {"accuracy": 1, "effectiveness": 1})
-    return JUDGE.judge(to_trace(conv, HARNESS), HARNESS)
+    return judge_reply(user, reply, *calls, locale=locale)  # type: ignore[no-any-return]
 
 
-def _ok(v: Verdict, dim: str) -> bool:
-    return v.passed(dim, JUDGE.thresholds[dim])
+_ok = passes
 
 
 # ---- comparisons with rivals, market classes and whole categories --------------------------------

@@ -9,31 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from shop_calls import shop_call
+from shop_calls import judge_reply, passes, shop_call
 
-from hatkit.domain import get_domain
 from hatkit.domains.live_commerce.rubric._derive import counts, derivable
-from hatkit.judge.conversations import LabelledConversation, to_trace
 from hatkit.judge.numbers import digits_for_words
 from hatkit.judge.verdict import Verdict
 
-LC = get_domain("live_commerce")
-HARNESS = LC.harness()
-JUDGE = LC.judge(role="eval")
-
 
 def _judge(user: str, reply: str, *calls: tuple[str, dict[str, Any], Any], locale: str = "en") -> Verdict:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
-    for name, args, out in calls:
-        messages.append({"role": "assistant", "tool_calls": [{"name": name, "arguments": args}]})
-        messages.append({"role": "tool", "name": name, "content": out})
-    messages.append({"role": "assistant", "content": reply})
-    conv = LabelledConversation("t-r3", "test", locale, messages, {"accuracy": 1, "effectiveness": 1})
-    return JUDGE.judge(to_trace(conv, HARNESS), HARNESS)
+    return judge_reply(user, reply, *calls, locale=locale)  # type: ignore[no-any-return]
 
 
-def _ok(v: Verdict, dim: str) -> bool:
-    return v.passed(dim, JUDGE.thresholds[dim])
+_ok = passes
 
 
 def _failed_call(name: str, pid: str) -> tuple[str, dict[str, Any], Any]:
