@@ -109,8 +109,9 @@ def _history_replay(res: list[dict[str, Any]]) -> None:
 def _decode(res: list[dict[str, Any]]) -> None:
     [r] = res
     assert r["model"] == "tiny" and r["prefix_tokens"] > 0 and r["new_tokens"] > 0
-    assert set(r["rows"]) == {f"{e} {p} b{b}" for e in ("generate", "hatkit")
+    assert set(r["rows"]) == {f"{e} {p} b{b}" for e in ("generate", "unpacked", "hatkit")
                               for p in ("fp32", "bf16", "int8") for b in (1, 8)}
+    assert all(r[f"packing_speedup_{p}_bs{b}"] > 0 for p in ("fp32", "bf16", "int8") for b in (1, 8))
     assert all(row["tokens_per_s"] > 0 and row["ceiling_tokens_per_s"] > 0 for row in r["rows"].values())
     assert r["int8_speedup_bs1"] > 0 and r["int8_speedup_bs8"] > 0 and 0 <= r["int8_agreement"] <= 1
     assert r["bf16_speedup_bs1"] > 0 and 0 <= r["bf16_agreement"] <= 1
@@ -152,6 +153,13 @@ def test_every_bench_script_has_a_smoke_test() -> None:
 def test_bench_smoke_measures_real_work(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     load(name).main(["--smoke"])
     SMOKE[name](json_lines(capsys.readouterr().out))
+
+
+def test_eval_turns_compares_stored_and_packed_weights(capsys: pytest.CaptureFixture[str]) -> None:
+    load("eval_turns").main(["--smoke", "--compare", "packing"])
+    [r] = json_lines(capsys.readouterr().out)
+    assert r["compare"] == "packing" and set(r["modes"]) == {"off", "on"}
+    assert r["identical_replies"] == 2  # packed weights give the tiny model's same replies
 
 
 def _raise(*args: Any, **kwargs: Any) -> Any:
