@@ -63,6 +63,20 @@ def test_the_packed_kernels_leave_with_the_block_even_on_an_exception() -> None:
 
 
 @needs_mkl
+def test_nested_blocks_and_two_packings_of_one_model_leave_it_as_it_was() -> None:
+    """A block inside a block (or a second LocalModel on the same weights) keeps the outer
+    swap and does not undo it on exit."""
+    net = _layer(torch.float32)
+    outer, other = PackedLinears(net), PackedLinears(net)
+    with outer.active() as n:
+        swapped = vars(net[0])["forward"]
+        with outer.active() as inner, other.active() as again:
+            assert inner == again == 0 and vars(net[0])["forward"] is swapped
+        assert vars(net[0])["forward"] is swapped and n == 1
+    assert "forward" not in vars(net[0])
+
+
+@needs_mkl
 def test_a_weight_changed_in_place_is_packed_again() -> None:
     """An RL step updates the weights in place between rollouts: the next block must not
     multiply by the stale copy."""

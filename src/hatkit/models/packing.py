@@ -121,18 +121,21 @@ class PackedLinears:
     def active(self) -> Iterator[int]:
         """Run the model's eligible Linear layers on packed weights inside the block (yields
         how many layers run packed); their own forward comes back on exit, exceptions too."""
-        patched = []
+        patched: list[tuple[Any, Any]] = []
         try:
             for module, kind in self._layers():
+                if "forward" in vars(module):  # already swapped (a nested block, or another
+                    continue                    # LocalModel on the same weights): left as it is
                 pack = self._packs.get(id(module))
                 if pack is None or not pack.fresh(module) or pack.kind != kind:
                     pack = self._packs[id(module)] = _Packed(module, kind)
-                module.forward = _bound(pack, module)
-                patched.append(module)
+                module.forward = ours = _bound(pack, module)
+                patched.append((module, ours))
             yield len(patched)
         finally:
-            for module in patched:
-                del module.forward
+            for module, ours in patched:
+                if vars(module).get("forward") is ours:
+                    del module.forward
 
 
 def _bound(pack: _Packed, module: Any) -> Any:
