@@ -30,12 +30,17 @@ def test_the_file_matches_the_hash_its_readme_froze(path: Path) -> None:
     assert hashlib.sha256(path.read_bytes()).hexdigest() == frozen.group(1)
 
 
+def _matches_its_notes(labels: Path, notes: str) -> bool:
+    """Whether `labels` hashes to the sha256 its notes (`notes` in FOLDER) froze it at."""
+    frozen = re.search(rf"sha256 \(`{re.escape(labels.name)}`\):\s*`?([0-9a-f]{{64}})",
+                       (FOLDER / notes).read_text("utf-8"))
+    assert frozen is not None, f"{notes} gives no sha256 for {labels.name}"
+    return hashlib.sha256(labels.read_bytes()).hexdigest() == frozen.group(1)
+
+
 def test_the_dev_set_matches_the_hash_its_notes_froze() -> None:
     """dev_families.jsonl may be read while checks are fixed, but never edited to fit them."""
-    frozen = re.search(r"sha256 \(`dev_families.jsonl`\):\s*([0-9a-f]{64})",
-                       (FOLDER / "dev_families.md").read_text("utf-8"))
-    assert frozen is not None
-    assert hashlib.sha256(DEV.read_bytes()).hexdigest() == frozen.group(1)
+    assert _matches_its_notes(DEV, "dev_families.md")
     rows = [json.loads(line) for line in DEV.read_text("utf-8").splitlines()]
     per = Counter(r["family"] for r in rows)
     assert len(rows) == 199 and min(per.values()) >= 30 and per["clean"] >= 44
@@ -48,10 +53,7 @@ def test_the_round_two_set_matches_its_hash_and_is_dev_whole() -> None:
     from hatkit.domains.live_commerce import DOMAIN as LC
     from hatkit.judge.conversations import load_conversations, load_split, split_file
 
-    frozen = re.search(r"sha256 \(`heldout_families_r2.jsonl`\):\s*`?([0-9a-f]{64})",
-                       (FOLDER / "heldout_families_r2.md").read_text("utf-8"))
-    assert frozen is not None
-    assert hashlib.sha256(ROUND2.read_bytes()).hexdigest() == frozen.group(1)
+    assert _matches_its_notes(ROUND2, "heldout_families_r2.md")
     convs = load_conversations(ROUND2)
     split = load_split(split_file(ROUND2), convs)
     assert not split.sealed and {split.group(c) for c in convs} == {"dev"}
@@ -68,10 +70,7 @@ def test_the_round_three_set_matches_its_hash_and_is_sealed_whole() -> None:
     from hatkit.domains.live_commerce import DOMAIN as LC
     from hatkit.judge.conversations import load_conversations, load_split, split_file
 
-    frozen = re.search(r"sha256 \(`heldout_families_r3.jsonl`\):\s*`?([0-9a-f]{64})",
-                       (FOLDER / "heldout_families_r3.md").read_text("utf-8"))
-    assert frozen is not None
-    assert hashlib.sha256(ROUND3.read_bytes()).hexdigest() == frozen.group(1)
+    assert _matches_its_notes(ROUND3, "heldout_families_r3.md")
     convs = load_conversations(ROUND3)
     split = load_split(split_file(ROUND3), convs)
     assert not split.dev and not split.clean_dev_ids

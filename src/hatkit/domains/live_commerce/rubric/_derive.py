@@ -21,12 +21,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .claims import Claim
+from .claims import AFTER_FEE, Claim
 
 _FEE_NEAR = re.compile(r"(?:shipping|delivery|postage|express|fee|运费|邮费|快递|加急)\W{0,3}"
                        r"(?:is|costs?|of|adds?|runs?|would be|will be|[:：]|是|要|为|费)?\s?$", re.I)
-_FEE_AFTER = re.compile(r"\s?(?:shipping|delivery fee|postage|(?:express |standard )?fee\b|运费|邮费)",
-                        re.I)
 _FREE_SHIPPING = re.compile(r"free[- ](?:standard )?shipping|ships? free|包邮|免运费|免邮", re.I)
 _FEE_NOUN = re.compile(r"shipping|deliver|postage|express|\bfee\b|运费|邮费|快递|加急", re.I)
 _THRESHOLD_NEAR = re.compile(
@@ -58,7 +56,7 @@ def rebind(reply: str, c: Claim, prev_end: int, prev_fee: bool = False) -> Claim
     if c.kind != "money" or c.role != "fee":
         return c
     before = reply[max(c.clause[0], prev_end, c.start - 40):c.start]
-    if _FEE_AFTER.match(reply, c.end) or _FEE_NEAR.search(before):
+    if AFTER_FEE.match(reply, c.end) or _FEE_NEAR.search(before):
         return c  # "shipping is $6.99", "$6.99 shipping": a fee by its nearest words
     if _THRESHOLD_NEAR.search(before):
         role = "threshold"
@@ -76,7 +74,7 @@ def rebind(reply: str, c: Claim, prev_end: int, prev_fee: bool = False) -> Claim
 def _since_own(reply: str, c: Claim, prev_end: int) -> str:
     """The clause's text since the previous amount, less the fee word that names that amount."""
     start = max(c.clause[0], prev_end)
-    if prev_end > c.clause[0] and (m := _FEE_AFTER.match(reply, start)):
+    if prev_end > c.clause[0] and (m := AFTER_FEE.match(reply, start)):
         start = m.end()
     return reply[start:c.start]
 

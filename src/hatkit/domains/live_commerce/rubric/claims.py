@@ -100,7 +100,8 @@ _CLAUSE_END = re.compile(r"[.!?](?=\s|$)|[;。！？；\n]")
 _AFTER_SAVING = re.compile(r"\s?(?:off\b|discount|savings?\b|折|的优惠|的折扣|优惠)", re.I)
 _AFTER_TOTAL = re.compile(r"\s?(?:order|cart|purchase|basket|total)\b|"
                           r"\s?(?:的订单|订单|的单|的单子|的购物车)", re.I)
-_AFTER_FEE = re.compile(r"\s?(?:shipping|delivery fee|postage|(?:express |standard )?fee\b|运费|邮费)", re.I)
+AFTER_FEE = re.compile(r"\s?(?:shipping|delivery fee|postage|(?:express |standard )?fee\b|运费|邮费)", re.I)
+"""Words right after an amount that make it a fee (also read by _derive)."""
 _AFTER_THRESHOLD = re.compile(r"\s?(?:or more|and up|and above|\+|以上|起)", re.I)
 _BEFORE_SAVING = re.compile(r"(?:\bsave|\bsaving|\bsavings|\bdiscount(?: of)?|\bless|省|便宜|减|立减|优惠)"
                             r"\s?(?:of |up to |about |you )?$", re.I)
@@ -355,7 +356,7 @@ def _money_role(text: str, c: Claim, cl: tuple[int, int], since: str, product: s
         return "total", None
     if _AFTER_THRESHOLD.match(after):
         return "threshold", None
-    if _AFTER_FEE.match(after):
+    if AFTER_FEE.match(after):
         return "fee", None
     if _BEFORE_SAVING.search(since):
         return "saving", None
