@@ -66,6 +66,7 @@ def greedy_rows(model: Any, tokenizer: Any, rows: Sequence[tuple[list[int], list
 
     Decoded by LocalModel (batches of 8, the shared leading tokens of all rows cached once)."""
     from ..models.base import ModelRequest
+    from ..models.decoding import common_prefix_len
     from ..models.local import LocalModel
 
     starts = [(r, s) for r, (_, mask) in enumerate(rows) for s in segment_starts(mask)]
@@ -74,10 +75,8 @@ def greedy_rows(model: Any, tokenizer: Any, rows: Sequence[tuple[list[int], list
     if not picked:
         return []
     contexts = [rows[r][0][:s] for r, s in picked]
-    shared = min(len(c) for c in contexts)
-    for c in contexts:
-        shared = next((i for i in range(shared) if c[i] != contexts[0][i]), shared)
-    shared = min(shared, min(len(c) for c in contexts) - 1)
+    shared = min(min(common_prefix_len(contexts[0], c) for c in contexts),
+                 min(len(c) for c in contexts) - 1)  # every row keeps a token after the prefix
     local = LocalModel(model, tokenizer, "draft-target", max_batch=8, row_cache_size=0)
     out: list[tuple[list[int], list[int]]] = []
     for i in range(0, len(contexts), 8):
