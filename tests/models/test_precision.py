@@ -174,3 +174,56 @@ def test_auto_is_bf16_only_where_the_cpu_multiplies_bf16(monkeypatch: pytest.Mon
     m = load_model(f"{folder}@auto")
     assert isinstance(m, LocalModel) and m.precision == expected
     assert m.model_id == ("local:ckpt@bf16" if hardware else "local:ckpt")
+
+
+def test_smoothing_moves_an_outlier_channel_into_the_weights() -> None:
+    """One input channel 100x the others sets each token's int8 scale and flattens the rest;
+    with SmoothQuant factors from its measured range the layer is the same product in exact
+    arithmetic and several times closer to fp32."""
+    from hatkit.models.precision import _smooth
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 32)
+    x = torch.randn(16, 64)
+    x[:, 3] *= 100
+    ref = torch.nn.functional.linear(x, linear.weight, linear.bias)
+    plain = int8_linear()(linear.weight, linear.bias)
+    smooth = _smooth(x.abs().amax(0), [linear.weight])
+    smoothed = int8_linear()(linear.weight, linear.bias, smooth)
+    with torch.inference_mode():
+        err_plain = (plain(x) - ref).abs().mean()
+        err_smooth = (smoothed(x) - ref).abs().mean()
+    assert err_smooth * 3 < err_plain, (err_smooth, err_plain)
+    assert _smooth(None, [linear.weight]) is None
+
+
+def test_the_output_layer_recomputes_its_best_logits_in_fp32() -> None:
+    """The top EXACT_TOP outputs of each row are fp32 values, the others int8 estimates, so
+    the greedy pick is fp32's whenever fp32's best is among int8's best few."""
+    from hatkit.models.precision import EXACT_TOP
+
+    torch.manual_seed(0)
+    weight = torch.randn(500, 32)
+    layer = int8_linear()(weight, None, None, weight, EXACT_TOP)
+    x = torch.randn(2, 3, 32)
+    with torch.inference_mode():
+        y = layer(x)
+    ref = x @ weight.T
+    best = y.topk(EXACT_TOP, -1).indices
+    assert torch.allclose(y.gather(-1, best), ref.gather(-1, best), atol=1e-5)
+    assert torch.equal(y.argmax(-1), ref.argmax(-1))
+    assert not torch.allclose(y, ref, atol=1e-5)  # the rest stay int8 estimates
+    assert "top 8 exact" in repr(layer)
+
+
+def test_local_model_int8_is_calibrated_and_keeps_the_fp32_output_rows() -> None:
+    """LocalModel measures each layer's input range on plain shop text (no harness, no
+    evaluation prompt) before quantising; the output layer's exact rows are its fp32 weights
+    (for a tied model, the embedding it keeps anyway)."""
+    m = _model("int8")
+    layers = [mod for mod in m.model.modules() if isinstance(mod, int8_linear())]
+    assert layers and all(layer.inv_smooth is not None for layer in layers)
+    head = m.model.lm_head
+    assert head.exact is not None and torch.equal(head.exact, _model("fp32").model.lm_head.weight)
+    bare = apply_precision(tiny_llama(len(tiny_tokenizer()), seed=1), "int8")
+    assert all(mod.inv_smooth is None for mod in bare.modules() if isinstance(mod, int8_linear()))

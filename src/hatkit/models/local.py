@@ -36,7 +36,7 @@ from .chat_format import ChatTemplateFormat
 from .decoding import RowKV, common_prefix_len, decode_batch, decode_one_speculative
 from .errors import BackendUnavailable, ContextTooLong
 from .packing import PackedLinears
-from .precision import apply_precision, precision_of, resolve_precision
+from .precision import apply_precision, calibration_ids, precision_of, resolve_precision
 from .speculative import SpecStats
 
 SPECULATIVE_MODES = (None, "prompt_lookup", "draft", "mtp")
@@ -114,7 +114,7 @@ class LocalModel:
         if speculative == "mtp" and draft_heads is None:
             raise ValueError("speculative='mtp' needs draft_heads (trained with `hatkit train draft`)")
         if precision is not None:
-            model = apply_precision(model, precision)
+            model = apply_precision(model, precision, calibration_ids(tokenizer))
         self.precision = precision_of(model)
         self.speculative = speculative
         self.num_draft, self.max_ngram, self.min_ngram = num_draft, max_ngram, min_ngram
