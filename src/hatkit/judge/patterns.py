@@ -45,9 +45,8 @@ _Filter = tuple[str, ...] | _Op | None
 """A requirement on folded text: None (none), a tuple of strings (one of them occurs; empty: no
 text can match) or an _Op over requirements."""
 
-_Gram = str | tuple[str, str, str]
 _FOLDED: dict[str, str | None] = {}
-_GRAMS: dict[str, set[_Gram]] = {}
+_GRAMS: dict[str, set[str]] = {}
 
 
 def folded(text: str) -> str | None:
@@ -63,11 +62,11 @@ def folded(text: str) -> str | None:
     return low
 
 
-def _grams(low: str) -> set[_Gram]:
-    """The characters and 3-character runs (as tuples) of folded text, memoised."""
+def _grams(low: str) -> set[str]:
+    """The characters and 3-character runs of folded text, memoised."""
     grams = _GRAMS.get(low)
     if grams is None:
-        grams = set(zip(low, low[1:], low[2:], strict=False))
+        grams = {low[i:i + 3] for i in range(len(low) - 2)}
         grams.update(low)
         if len(_GRAMS) >= 256:
             _GRAMS.clear()
@@ -272,66 +271,60 @@ _COMMON = frozenset({
     "ica", "ist", "ear", "ain", "one", "our", "iti", "rat", "you"})
 
 
-def _key(lit: str) -> _Gram:
+def _key(lit: str) -> str:
     """What a text must hold for `lit` to occur in it: a character, or a telling 3-gram."""
     if len(lit) < 3:
         return lit[0]
     grams = [lit[i:i + 3] for i in range(len(lit) - 2)]
-    g = next((g for g in grams if g.isalpha() and g not in _COMMON), grams[0])
-    return g[0], g[1], g[2]
+    return next((g for g in grams if g.isalpha() and g not in _COMMON), grams[0])
 
 
 _FEW = 12
 """A pattern with at most this many anchor strings tests them directly (no 3-gram index)."""
 
 
-class _Table:
-    """A pattern's alternatives for one kind of text (ASCII or other): each alternative's anchor
-    strings (by key where there are many), the alternatives with no anchor, and each one's full
-    test."""
+_Live = Callable[[str], tuple[int, ...]]
+"""Folded text -> the alternatives of a pattern that may match it, in order."""
 
-    __slots__ = ("always", "by_key", "few", "keys", "tests")
 
-    def __init__(self, filters: list[_Filter]) -> None:
-        self.tests = [_predicate(f) for f in filters]
-        self.always = tuple(i for i, f in enumerate(filters) if _anchor(f) is None)
-        anchors: dict[str, list[int]] = {}
-        for i, f in enumerate(filters):
-            for lit in _anchor(f) or ():
-                anchors.setdefault(lit, []).append(i)
-        self.few = tuple((lit, tuple(b)) for lit, b in anchors.items()) if len(anchors) <= _FEW else None
-        by_key: dict[_Gram, list[tuple[str, tuple[int, ...]]]] = {}
-        for lit, b in anchors.items():
-            by_key.setdefault(_key(lit), []).append((lit, tuple(b)))
-        self.by_key = {k: tuple(v) for k, v in by_key.items()}
-        self.keys = frozenset(self.by_key)
+def _live(filters: list[_Filter]) -> _Live | None:
+    """The alternatives' test (None where every alternative may match any text). Few anchor
+    strings are tested directly, in one generated function; many are looked up by 3-gram."""
+    if all(f is None for f in filters):
+        return None
+    anchors = [_anchor(f) for f in filters]
+    strings = {s for a in anchors if a is not None for s in a}
+    if len(strings) <= _FEW:
+        lines = ["def live(t):", "    r = ()"]
+        for i, (f, a) in enumerate(zip(filters, anchors, strict=True)):
+            cond = _code(f) if a is None or a == f else f"{_code(a)} and {_code(f)}"
+            lines.append(f"    if {cond}: r += ({i},)")
+        namespace: dict[str, Any] = {}
+        exec("\n".join([*lines, "    return r"]), namespace)  # only literals, quoted by repr
+        few: _Live = namespace["live"]
+        return few
 
-    def live(self, low: str) -> tuple[int, ...]:
-        """The alternatives that may match the folded text, in order."""
-        if self.few is not None:
-            found = set(self.always)
-            for lit, branches in self.few:
+    tests = [_predicate(f) for f in filters]
+    always = tuple(i for i, a in enumerate(anchors) if a is None)
+    by_key: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
+    for lit in strings:
+        by_key.setdefault(_key(lit), []).append(
+            (lit, tuple(i for i, a in enumerate(anchors) if a is not None and lit in a)))
+    index = {k: tuple(v) for k, v in by_key.items()}
+    keys = frozenset(index)
+
+    def many(low: str) -> tuple[int, ...]:
+        hits = keys.intersection(_GRAMS.get(low) or _grams(low))
+        if not hits and not always:
+            return ()
+        found = set(always)
+        for key in hits:
+            for lit, branches in index[key]:
                 if lit in low:
                     found.update(branches)
-        else:
-            hits = self.keys.intersection(_grams(low))
-            if not hits and not self.always:
-                return ()
-            found = set(self.always)
-            for key in hits:
-                for lit, branches in self.by_key[key]:
-                    if lit in low:
-                        found.update(branches)
-        if not found:
-            return ()
-        tests = self.tests
         return tuple(i for i in sorted(found) if (t := tests[i]) is None or t(low))
 
-
-def _table(filters: list[_Filter]) -> _Table | None:
-    """None where every alternative may match any text (nothing to rule out)."""
-    table = _Table(filters)
-    return None if len(table.always) == len(filters) and not any(table.tests) else table
+    return many
 
 
 class FastPattern:
@@ -343,7 +336,7 @@ class FastPattern:
     alternative ruled out is kept as a failing stub where the pattern has groups (so group
     numbers stay)."""
 
-    __slots__ = ("_ascii", "_flags", "_n", "_pieces", "_subsets", "_tables", "_unicode", "flags",
+    __slots__ = ("_ascii", "_flags", "_live", "_n", "_pieces", "_subsets", "_unicode", "flags",
                  "pattern")
 
     def __init__(self, source: str, flags: int = re.I) -> None:
@@ -355,22 +348,24 @@ class FastPattern:
         self._pieces = _branches(source, flags)
         self._n = len(self._pieces)
         filters = [_sequence(_parser.parse(p, flags & ~re.A))[1] for p in self._pieces]
-        self._tables = (_table(filters), _table([_ascii_only(f) for f in filters]))
+        self._live = (_live(filters), _live([_ascii_only(f) for f in filters]))
         self._subsets: dict[tuple[bool, tuple[int, ...]], re.Pattern[str] | None] = {}
 
     def _for(self, text: str) -> re.Pattern[str] | None:
         """The pattern to run, or None where the prefilter rules any match out."""
         ascii_ = text.isascii()
-        table = self._tables[ascii_]
-        if table is None or (low := folded(text)) is None:
+        live = self._live[ascii_]
+        if live is None or ((low := _FOLDED.get(text)) is None and (low := folded(text)) is None):
             return self._ascii if ascii_ else self._unicode
-        live = table.live(low)
-        if len(live) == self._n:
+        found = live(low)
+        if not found:
+            return None
+        if len(found) == self._n:
             return self._ascii if ascii_ else self._unicode
-        key = (ascii_, live)
+        key = (ascii_, found)
         hit = self._subsets.get(key, self)
         if hit is self:
-            hit = self._subset(ascii_, live)
+            hit = self._subset(ascii_, found)
             if len(self._subsets) >= 64:
                 self._subsets.clear()
             self._subsets[key] = hit
