@@ -7,12 +7,14 @@ them English and pure ASCII, where the ASCII-mode pattern costs about 40% less. 
 (Chinese, accents, emoji) goes to the Unicode pattern, so no verdict changes.
 
 Most searches find nothing, and `re` finds nothing slowly: it tries every alternative at every
-position. So each pattern also carries the literal text any match must contain (`Prefilter`,
-read off the parsed pattern: "cur(?:e|ed)\\b.{0,40}\\b(?:acne|flu)" needs "cure" or "cured",
-and "acne" or "flu"); a text (lowercased once, `folded`) that lacks it cannot match, and the
-pattern is not run. The test is a necessary condition only, so it changes no result: a text that
-passes is searched as before. On ASCII text a Chinese alternative is dropped from the test, and
-a pattern that is all Chinese is never run on English replies.
+position. So each pattern also carries the literal text any match must contain, read off the
+parsed pattern ("cur(?:e|ed)\\b.{0,40}\\b(?:acne|flu)" needs "cure" and one of "acne", "flu"),
+per top-level alternative. A text (lowercased once, `folded`) that holds none of it is not
+searched; a pattern of many alternatives runs only those the text does not rule out, in their
+order, so the first match is the same. The test is a necessary condition only: no result
+changes. On ASCII text a Chinese alternative drops out, and an all-Chinese pattern never runs
+on an English reply. Few strings are tested with `in` in one generated function; many are looked
+up by the text's 3-grams (built once per text, shared by every pattern).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ prefilter (see tests/judge/test_patterns.py, which checks this list against ever
 
 _MAX_SET = 64
 """Exact sets of more strings than this stop extending (the run so far becomes a requirement)."""
+
 
 class _Op(NamedTuple):
     """Every part holds (`every`) or one of them does."""
@@ -216,8 +219,8 @@ def _predicate(f: _Filter) -> Callable[[str], bool] | None:
 
 def _branches(source: str, flags: int) -> list[str]:
     """`source` cut at its top-level `|` (one piece where it cannot be cut safely)."""
-    if flags & re.X or "(?#" in source:
-        return [source]
+    if flags & re.X or "(?#" in source or re.search(r"\(\?[aiLmsu-]*x", source):
+        return [source]  # comments could hold an unbalanced "(" or a "|"
     pieces, depth, start, i, klass = [], 0, 0, 0, -1
     while i < len(source):
         c = source[i]
@@ -330,11 +333,10 @@ def _live(filters: list[_Filter]) -> _Live | None:
 class FastPattern:
     """A pattern compiled twice, used like `re.Pattern` (search, match, finditer, findall, sub).
 
-    A pattern of top-level alternatives ("a|b|c") keeps a prefilter per alternative; a text is
-    searched by the alternatives it does not rule out, in their order (a pattern compiled once
-    per such subset): the others match nowhere in it, so the first match is the same. An
-    alternative ruled out is kept as a failing stub where the pattern has groups (so group
-    numbers stay)."""
+    Behind the literal prefilter (see the module): a text is searched by the top-level
+    alternatives it does not rule out, in their order (a pattern compiled once per such subset);
+    the others match nowhere in it, so every match is the same. Where the pattern has groups, an
+    alternative ruled out stays as a failing stub, so group numbers and names stay."""
 
     __slots__ = ("_ascii", "_flags", "_live", "_n", "_pieces", "_subsets", "_unicode", "flags",
                  "pattern")
