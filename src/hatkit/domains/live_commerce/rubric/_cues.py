@@ -33,9 +33,9 @@ STOCK_NUM = (
     re.compile(r"(?:还剩|还有|仅剩|只剩|剩余|剩下|现货)\s?(?:最后)?\s?(\d+)\s?[" + _ZH_MEASURE + "]"),
     re.compile(r"(?<![\d.])(\d+)\s?[" + _ZH_MEASURE + "](?:库存|现货|有货)"),
 )
-STOCK_OUT = re.compile(r"\b(?:sold out|out of stock|not in stock|isn't in stock|is not in stock|no stock|"
-                       r"none left|no longer available|currently unavailable)\b|售罄|缺货|无货|没货|没有货|"
-                       r"卖完|断货|没有库存", re.I)
+STOCK_OUT = FastPattern(r"\b(?:sold out|out of stock|not in stock|isn't in stock|is not in stock|no stock|"
+                        r"none left|no longer available|currently unavailable)\b|售罄|缺货|无货|没货|没有货|"
+                        r"卖完|断货|没有库存", re.I)
 STOCK_IN = FastPattern(r"\b(?:a (?:handful|dozen|few|bunch|couple(?: (?:dozen|of \w+))?)|plenty|lots|loads|"
                        r"tons|dozens)\b(?: or so)?(?: [\w-]+){0,3}? (?:left|in stock|available|"
                        r"on (?:the )?shelf|sitting there|in every size|to go around)\b|"

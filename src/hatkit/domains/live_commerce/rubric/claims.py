@@ -74,9 +74,9 @@ _MONEY = (
     re.compile(r"(?<![A-Za-z0-9_.$¥￥])" + _AMT
                + r"\s?(?:dollars?|bucks|usd|美元|美金|元|块钱|块)(?![A-Za-z])", re.I),
 )
-_PERCENT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s?(?:%|％|\s?percent\b)", re.I)
+_PERCENT = FastPattern(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s?(?:%|％|\s?percent\b)", re.I)
 _DAY_UNIT = r"(?:business |working |calendar )?(?:days?\b|天|个?工作日)"
-_DAY_RANGE = re.compile(r"(?<![\d.])(\d{1,3})\s?(?:-|–|—|~|to|到|至)\s?(\d{1,3})\s?" + _DAY_UNIT, re.I)
+_DAY_RANGE = FastPattern(r"(?<![\d.])(\d{1,3})\s?(?:-|–|—|~|to|到|至)\s?(\d{1,3})\s?" + _DAY_UNIT, re.I)
 _DAY_ONE = FastPattern(r"(?<![\d.])(\d{1,3})(?:\s?-\s?|\s)?" + _DAY_UNIT, re.I)
 _NO_RETURNS = FastPattern(r"\bno returns?\b|\bcan(?:no|')t be returned\b|\bnot returnable\b|"
                           r"\bnon-returnable\b|\bfinal sale\b|不支持退货|不能退|无法退|不可退|不接受退货",
