@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -66,3 +67,88 @@ def test_per_object_computes_once_per_object_by_identity() -> None:
     a, b = {"x": 1}, {"x": 1}  # equal, not the same object
     assert size(a) == size(a) == 1 and calls == [1]
     assert size(b) == 1 and calls == [1, 1]
+
+
+# ---- the literal prefilter: a necessary condition only, so no search finds anything different ----
+
+def _all_fast_patterns() -> list[FastPattern]:
+    """Every FastPattern the programmatic judge builds (module constants, configs, numbers)."""
+    import gc
+
+    import hatkit.judge.numbers  # noqa: F401
+
+    ProgrammaticJudge()
+    return [o for o in gc.get_objects() if isinstance(o, FastPattern)]
+
+
+def _corpus() -> list[str]:
+    """The calibration conversations' viewer and host text, whole and cut into clauses, and
+    the texts above."""
+    from hatkit.domains.live_commerce import DOMAIN as LC
+    from hatkit.judge.conversations import load_conversations
+
+    texts = set(TEXTS)
+    for conv in load_conversations(LC.root / "calibration" / "dev_families.jsonl"):
+        for m in conv.messages:
+            if isinstance(m.get("content"), str) and m["role"] in ("user", "assistant"):
+                texts.add(m["content"])
+                texts.update(re.split(r"(?<=[.!?;。！？；,，])", m["content"]))
+    return sorted(texts)
+
+
+def _full(p: FastPattern, text: str) -> list[tuple[Any, ...]]:
+    return [(m.span(), m.groups(), m.lastgroup) for m in p.finditer(text)]
+
+
+def test_prefiltered_patterns_find_what_plain_patterns_find() -> None:
+    patterns = {p.pattern: p for p in _all_fast_patterns()}
+    assert len(patterns) > 100
+    texts = _corpus()
+    skipped = 0
+    for p in patterns.values():
+        plain = FastPattern.__new__(FastPattern)
+        for slot in ("_ascii", "_unicode", "_flags", "_n", "_pieces", "_subsets", "flags", "pattern"):
+            setattr(plain, slot, getattr(p, slot))
+        plain._live = (None, None)  # the same patterns, never prefiltered
+        for text in texts:
+            got = _full(p, text)
+            assert got == _full(plain, text), (p.pattern, text)
+            skipped += not got and p._for(text) is None
+    assert skipped > len(texts) * len(patterns) // 2  # most searches are ruled out
+
+
+def test_prefilter_reads_the_literals_a_match_needs() -> None:
+    p = FastPattern(r"\bcur(?:e|es|ed)\b.{0,40}\b(?:acne|flu)|治好")
+    assert p._for("it CURES the flu") is not None and p._for("it helps the flu") is None
+    assert p._for("能治好吗") is not None and p._for("能治吗") is None
+    zh = FastPattern(r"治愈|根治")
+    assert zh._for("it cures") is None  # a Chinese pattern never runs on English text
+    assert FastPattern(r"\w+\d")._live == (None, None)  # nothing literal: no prefilter
+
+
+@pytest.mark.parametrize("source", [
+    r"(?P<a>\bfree gifts?\b)|(?P<b>\bbonus\b)|(?P<c>包邮)",  # groups keep their numbers
+    r"[|]x|y\|z|(?:p|q)r",  # "|" in a class, escaped, inside a group: no cut there
+    r"[]|]a|b",  # a "]" first in a class is a literal
+    r"(?i)abc|DEF",  # a global flag: not cut
+    r"a(?=b|c)|(d)\1",  # a look-ahead, a back reference
+])
+def test_alternatives_ruled_out_change_no_match(source: str) -> None:
+    ref, fast = re.compile(source, re.I), FastPattern(source, re.I)
+    for text in ["BONUS, free gift, 包邮", "a free gift", "x|y|z y|z pr qr", "]a b |a", "ABC def",
+                 "ab ac dd", "nothing here", *TEXTS]:
+        assert [(m.span(), m.groups(), m.lastgroup) for m in fast.finditer(text)] == [
+            (m.span(), m.groups(), m.lastgroup) for m in ref.finditer(text)], text
+        assert fast.sub("#", text) == ref.sub("#", text)
+
+
+def test_special_folds_are_every_character_case_folds_to_ascii_unlike_lower() -> None:
+    """A character `re.I` matches with an ASCII letter, where `str.lower` does not give that
+    letter, makes folded() decline the text; the list must hold every such character."""
+    from hatkit.judge.patterns import _SPECIAL_FOLDS
+
+    others = "".join(map(chr, range(128, 0x110000)))
+    folds = set(re.compile("[a-z]", re.I).findall(others))
+    assert {c for c in folds if not (len(c.lower()) == 1 and c.lower().isascii())} == _SPECIAL_FOLDS
+    assert [c for c in others if len(c.lower()) != 1] == ["\u0130"]  # lower() keeps lengths otherwise
+    assert FastPattern(r"\bstrasse\b").search("ſtrasse") is not None

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from .patterns import FastPattern
+
 _EN_UNITS = {w: i for i, w in enumerate((
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
     "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"))}
@@ -22,31 +24,31 @@ _EN_AFTER = (r"(?:business |working |calendar )?days?\b|weeks?\b|hours?\b|minute
              r"cents?\b|percent\b|months?\b|"
              r"(?:units?|pieces?|pairs?|items?|bottles?|packs?|boxes|sets?) (?:left|in stock|remaining)\b|"
              r"left\b|in stock\b|remaining\b|(?:to|or) (?:\d|(?:" + _EN_WORD + r")\b)|(?:-| )day\b")
-_EN_NUMBER = re.compile(
+_EN_NUMBER = FastPattern(
     rf"(?<![\w-])((?:{_EN_WORD})(?:(?:-| and | )(?:{_EN_WORD}))*)(?=\s?(?:{_EN_AFTER}))", re.I)
-_EN_ONLY = re.compile(r"\b(just|only) (one|two|three|four|five|six|seven|eight|nine|ten)\b"
+_EN_ONLY = FastPattern(r"\b(just|only) (one|two|three|four|five|six|seven|eight|nine|ten)\b"
                       r"(?=(?: [\w-]+){0,8}? (?:left|remaining|in stock)\b)", re.I)
 _EN_SIMPLE = "|".join(sorted([*_EN_UNITS, *_EN_TENS], key=len, reverse=True))
 _EN_2DIGIT = (rf"(?:(?:{'|'.join(_EN_TENS)})(?:-(?:{'|'.join(w for w in _EN_UNITS if _EN_UNITS[w] < 10)}))?|"
               rf"{'|'.join(w for w in _EN_UNITS if _EN_UNITS[w] >= 10)})")
 _EN_DIGIT = "|".join(w for w in _EN_UNITS if 0 < _EN_UNITS[w] < 10)
 _EN_TEEN = "|".join(w for w in _EN_UNITS if 0 < _EN_UNITS[w] < 20)
-_EN_PRICE = re.compile(
+_EN_PRICE = FastPattern(
     rf"(?<![\w-])((?:{'|'.join(_EN_TENS)})-(?:{_EN_DIGIT})|{_EN_TEEN})"
     rf" ({_EN_2DIGIT})(?![\w-])(?! (?:dollars?|bucks|cents?))", re.I)
 """Colloquial prices: "six ninety-nine" = $6.99, "twenty-nine twenty" = $29.20; after "down from" or
 "was", a single digit counts hundreds: "down from one twenty-nine" = $129."""
 _MONEY_CUE = (r"spend(?:ing)?|(?:orders?|purchases?|carts?|baskets?) (?:of|over|above)|going for|goes for|"
               r"selling for|sells? for|priced at|costs?|retails? (?:for|at)|yours for")
-_EN_CUED = re.compile(
+_EN_CUED = FastPattern(
     rf"\b({_MONEY_CUE}) ((?:about |around |roughly |only |just |(?:just |a bit |a touch )?(?:under|over) )?)"
     rf"((?:{_EN_DIGIT})-{_EN_2DIGIT}|(?:{_EN_WORD})(?:(?:-| and | )(?:{_EN_WORD}))*)(?![\w-])"
     rf"(?!\s?(?:{_EN_AFTER}))", re.I)
 """A number word after a money verb is money: "spend thirty" = $30, "going for one-forty" = $140
 (a digit, a hyphen and tens: hundreds and tens)."""
-_EN_SLANG = re.compile(r"\ba (fiver|tenner)\b", re.I)
+_EN_SLANG = FastPattern(r"\ba (fiver|tenner)\b", re.I)
 _LIST_CUE = re.compile(r"(?:from|was|list(?: price)?|usually|normally|regular(?:ly)?|originally)\W*$", re.I)
-_EN_SPAN = re.compile(r"\b(?:a (?:full |whole )?month|one month)\b|\b(\d+) weeks?\b|\ba week\b|"
+_EN_SPAN = FastPattern(r"\b(?:a (?:full |whole )?month|one month)\b|\b(\d+) weeks?\b|\ba week\b|"
                       r"\b(\d+) months?\b", re.I)
 _WINDOW_CUE = re.compile(r"return|refund|send (?:it |them )?back|exchange|window|退|换|到货|送达|发货", re.I)
 """Months are a window only where the sentence speaks of returns or delivery ("three months to send

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from hatkit.judge.patterns import FastPattern
+
 # ---- stock ------------------------------------------------------------------------------------
 _ZH_MEASURE = "件个双套瓶盒支份包条台顶块副只口把张罐袋本款"
 STOCK_NUM = (
@@ -31,16 +33,16 @@ STOCK_NUM = (
     re.compile(r"(?:还剩|还有|仅剩|只剩|剩余|剩下|现货)\s?(?:最后)?\s?(\d+)\s?[" + _ZH_MEASURE + "]"),
     re.compile(r"(?<![\d.])(\d+)\s?[" + _ZH_MEASURE + "](?:库存|现货|有货)"),
 )
-STOCK_OUT = re.compile(r"\b(?:sold out|out of stock|not in stock|isn't in stock|is not in stock|no stock|"
-                       r"none left|no longer available|currently unavailable)\b|售罄|缺货|无货|没货|没有货|"
-                       r"卖完|断货|没有库存", re.I)
-STOCK_IN = re.compile(r"\b(?:a (?:handful|dozen|few|bunch|couple(?: (?:dozen|of \w+))?)|plenty|lots|loads|"
-                      r"tons|dozens)\b(?: or so)?(?: [\w-]+){0,3}? (?:left|in stock|available|"
-                      r"on (?:the )?shelf|sitting there|in every size|to go around)\b|"
-                      r"还有(?:十几|几十|好多|很多|不少|一些|一堆)|"
-                      r"\b(?:in stock|in-stock|still available|available now|(?:is|are) available|"
-                      r"(?:we|we've|we still) (?:have|got) (?:it|them|some|plenty)|still have it)\b|"
-                      r"有货|有现货|现货|有库存", re.I)
+STOCK_OUT = FastPattern(r"\b(?:sold out|out of stock|not in stock|isn't in stock|is not in stock|no stock|"
+                        r"none left|no longer available|currently unavailable)\b|售罄|缺货|无货|没货|没有货|"
+                        r"卖完|断货|没有库存", re.I)
+STOCK_IN = FastPattern(r"\b(?:a (?:handful|dozen|few|bunch|couple(?: (?:dozen|of \w+))?)|plenty|lots|loads|"
+                       r"tons|dozens)\b(?: or so)?(?: [\w-]+){0,3}? (?:left|in stock|available|"
+                       r"on (?:the )?shelf|sitting there|in every size|to go around)\b|"
+                       r"还有(?:十几|几十|好多|很多|不少|一些|一堆)|"
+                       r"\b(?:in stock|in-stock|still available|available now|(?:is|are) available|"
+                       r"(?:we|we've|we still) (?:have|got) (?:it|them|some|plenty)|still have it)\b|"
+                       r"有货|有现货|现货|有库存", re.I)
 _VAGUE = (("couple dozen", 20.0, 30.0), ("dozens", 24.0, None), ("dozen", 9.0, 16.0), ("couple", 2.0, 3.0),
           ("few", 2.0, 6.0), ("handful", 2.0, 8.0), ("十几", 10.0, 19.0), ("几十", 20.0, None),
           ("plenty", 10.0, None), ("lots", 10.0, None), ("loads", 10.0, None), ("tons", 10.0, None),

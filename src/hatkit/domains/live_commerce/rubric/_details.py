@@ -40,14 +40,14 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "october", "november", "december")
 _DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MON = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
-_MONTH_DAY = re.compile(r"\b" + _MON + r"\.? (\d{1,2})(?:st|nd|rd|th)?\b|"
-                        r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?" + _MON + r"\b|"
-                        r"(\d{1,2})月(\d{1,2})[日号]?", re.I)
-_RELATIVE = re.compile(r"\b(?:" + "|".join(_DAYS) + r"|(?:january|february|april|june|july|august|september|"
-                       r"october|november|december)|tomorrow|next (?:week|weekend|month)|"
-                       r"(?:by|over|on) the weekend|end of (?:the )?(?:week|month))\b|"
-                       r"(?:下|这|本|上)?(?:周|星期|礼拜)[一二三四五六日天]|明天|后天|明早|"
-                       r"下周|下个?星期|下个?月|月底|周末", re.I)
+_MONTH_DAY = FastPattern(r"\b" + _MON + r"\.? (\d{1,2})(?:st|nd|rd|th)?\b|"
+                         r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?" + _MON + r"\b|"
+                         r"(\d{1,2})月(\d{1,2})[日号]?", re.I)
+_RELATIVE = FastPattern(r"\b(?:" + "|".join(_DAYS) + r"|(?:january|february|april|june|july|august|september|"
+                        r"october|november|december)|tomorrow|next (?:week|weekend|month)|"
+                        r"(?:by|over|on) the weekend|end of (?:the )?(?:week|month))\b|"
+                        r"(?:下|这|本|上)?(?:周|星期|礼拜)[一二三四五六日天]|明天|后天|明早|"
+                        r"下周|下个?星期|下个?月|月底|周末", re.I)
 _ZH_RELATIVE = {"明天": "tomorrow", "后天": "tomorrow", "下周": "next week", "下星期": "next week",
                 "下个星期": "next week", "周末": "weekend",
                 "下个月": "next month", "下月": "next month", "月底": "end of the month"}

@@ -89,7 +89,14 @@ class _Scope:
         return self.looked_up | self.mentioned
 
     def walk(self, x: Any, key: str = "") -> None:
-        if isinstance(x, Mapping):
+        if isinstance(x, str):  # leaves first: `Mapping` is a slower abstract-class check
+            self.texts.append(x.lower())
+            self.money.update(cents(v) for v in money_values(x))
+            self.percents.update(percent_values(x))
+        elif isinstance(x, int | float):
+            if not isinstance(x, bool) and key in _MONEY_KEYS:
+                self.money.add(cents(float(x)))
+        elif isinstance(x, Mapping):
             pid = x.get("product_id")
             if isinstance(pid, str):
                 self.looked_up.add(pid)
@@ -98,12 +105,6 @@ class _Scope:
         elif isinstance(x, list | tuple):
             for v in x:
                 self.walk(v, key)
-        elif isinstance(x, str):
-            self.texts.append(x.lower())
-            self.money.update(cents(v) for v in money_values(x))
-            self.percents.update(percent_values(x))
-        elif isinstance(x, int | float) and not isinstance(x, bool) and key in _MONEY_KEYS:
-            self.money.add(cents(float(x)))
 
     def add(self, r: ToolRecord, canon: str, cap: float) -> None:
         """Take in one tool result (a result of an unexpected shape adds what it can)."""

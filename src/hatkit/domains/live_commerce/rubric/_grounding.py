@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from hatkit.judge.numbers import digits_for_words
@@ -32,7 +33,9 @@ _COMMON = frozenset({
 })
 
 
-def _numbers_in(text: str) -> set[float]:
+@lru_cache(maxsize=8192)
+def _numbers_in(text: str) -> frozenset[float]:
+    """The numbers in `text` (cached: tool outputs and catalog text repeat across traces)."""
     out = set()
     for m in _NUMBER.finditer(text):
         raw = m.group(1).replace(",", "")
@@ -40,24 +43,21 @@ def _numbers_in(text: str) -> set[float]:
             out.add(round(float(raw), 2))
         except ValueError:
             continue
-    return out
+    return frozenset(out)
 
 
 def _walk_numbers(x: Any, out: set[float], counts: bool = False) -> None:
-    if counts and isinstance(x, Mapping | list | tuple) and len(x) >= 2:
-        out.add(float(len(x)))  # "six sizes": the count of a size guide or variant list a tool returned
-    if isinstance(x, Mapping):
-        for v in x.values():
-            _walk_numbers(v, out, counts)
-    elif isinstance(x, list | tuple):
-        for v in x:
-            _walk_numbers(v, out, counts)
+    if isinstance(x, str):  # leaves first: `Mapping` is a slower abstract-class check
+        out |= _numbers_in(x)
     elif isinstance(x, bool):
         return
     elif isinstance(x, int | float):
         out.add(round(float(x), 2))
-    elif isinstance(x, str):
-        out |= _numbers_in(x)
+    elif isinstance(x, Mapping | list | tuple):
+        if counts and len(x) >= 2:
+            out.add(float(len(x)))  # "six sizes": the count of a size guide or variant list a tool returned
+        for v in x.values() if isinstance(x, Mapping) else x:
+            _walk_numbers(v, out, counts)
 
 
 @per_object

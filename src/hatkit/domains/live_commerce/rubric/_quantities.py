@@ -128,19 +128,19 @@ def text_quantities(text: str) -> tuple[tuple[float, tuple[str, float] | None], 
 
 def source_quantities(x: Any, out: list[tuple[float, tuple[str, float] | None]], key: str = "") -> None:
     """Numbers of a JSON value with their units; a list also states how many items it holds."""
-    if isinstance(x, Mapping):
+    if isinstance(x, str):  # leaves first: `Mapping` is a slower abstract-class check
+        out += text_quantities(x)
+    elif isinstance(x, bool):
+        return
+    elif isinstance(x, int | float):
+        out.append((float(x), key_unit(key)))
+    elif isinstance(x, Mapping):
         for k, v in x.items():
             source_quantities(v, out, str(k))
     elif isinstance(x, list | tuple):
         out.append((float(len(x)), ("count", 1)))
         for v in x:
             source_quantities(v, out, key)
-    elif isinstance(x, bool):
-        return
-    elif isinstance(x, int | float):
-        out.append((float(x), key_unit(key)))
-    elif isinstance(x, str):
-        out += text_quantities(x)
 
 
 def supported(value: float, unit: tuple[str, float], known: Iterable[tuple[float, tuple[str, float] | None]]

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from hatkit.judge.patterns import FastPattern
+
 from ..catalog import Catalog, Product, load_catalog
 from ._cues import (
     STOCK_IN,
@@ -72,21 +74,21 @@ _MONEY = (
     re.compile(r"(?<![A-Za-z0-9_.$¥￥])" + _AMT
                + r"\s?(?:dollars?|bucks|usd|美元|美金|元|块钱|块)(?![A-Za-z])", re.I),
 )
-_PERCENT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s?(?:%|％|\s?percent\b)", re.I)
+_PERCENT = FastPattern(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s?(?:%|％|\s?percent\b)", re.I)
 _DAY_UNIT = r"(?:business |working |calendar )?(?:days?\b|天|个?工作日)"
-_DAY_RANGE = re.compile(r"(?<![\d.])(\d{1,3})\s?(?:-|–|—|~|to|到|至)\s?(\d{1,3})\s?" + _DAY_UNIT, re.I)
-_DAY_ONE = re.compile(r"(?<![\d.])(\d{1,3})(?:\s?-\s?|\s)?" + _DAY_UNIT, re.I)
-_NO_RETURNS = re.compile(r"\bno returns?\b|\bcan(?:no|')t be returned\b|\bnot returnable\b|"
-                         r"\bnon-returnable\b|\bfinal sale\b|不支持退货|不能退|无法退|不可退|不接受退货",
-                         re.I)
+_DAY_RANGE = FastPattern(r"(?<![\d.])(\d{1,3})\s?(?:-|–|—|~|to|到|至)\s?(\d{1,3})\s?" + _DAY_UNIT, re.I)
+_DAY_ONE = FastPattern(r"(?<![\d.])(\d{1,3})(?:\s?-\s?|\s)?" + _DAY_UNIT, re.I)
+_NO_RETURNS = FastPattern(r"\bno returns?\b|\bcan(?:no|')t be returned\b|\bnot returnable\b|"
+                          r"\bnon-returnable\b|\bfinal sale\b|不支持退货|不能退|无法退|不可退|不接受退货",
+                          re.I)
 _CONDITIONAL = re.compile(r"opened|used|worn|开封|拆封|使用过|用过", re.I)
-_FREE_SHIP = re.compile(r"\bfree (?:standard )?shipping\b|"
-                        r"\bships? (?:(?:it|them|this|that|these) )?(?:for )?free\b|"
-                        r"\bshipping(?:'s| is| will be| would be)? (?:totally |completely )?free\b|"
-                        r"\bshipping\b(?:[^.!?;。！？；]|\.(?=\d)){0,40}?\bis free\b|"
-                        r"\bshipping(?:'s| is) on us\b|\bfree delivery\b|"
-                        r"\bship (?:it|them|this|that)(?: \w+)? free\b|"
-                        r"免运费|包邮|免邮|运费全免|不收运费", re.I)
+_FREE_SHIP = FastPattern(r"\bfree (?:standard )?shipping\b|"
+                         r"\bships? (?:(?:it|them|this|that|these) )?(?:for )?free\b|"
+                         r"\bshipping(?:'s| is| will be| would be)? (?:totally |completely )?free\b|"
+                         r"\bshipping\b(?:[^.!?;。！？；]|\.(?=\d)){0,40}?\bis free\b|"
+                         r"\bshipping(?:'s| is) on us\b|\bfree delivery\b|"
+                         r"\bship (?:it|them|this|that)(?: \w+)? free\b|"
+                         r"免运费|包邮|免邮|运费全免|不收运费", re.I)
 _SERVICE = re.compile(r"\b(?:express|shipping|delivery|pick-?up|gift wrap\w*|option)\b\W*(?:\w+\W+)?$|"
                       r"加急|快递", re.I)
 _CODE = re.compile(r"(?<![A-Za-z0-9-])([A-Z][A-Z0-9]{3,19})(?![A-Za-z0-9-])")
