@@ -12,6 +12,7 @@ from ._ask import _AskReader, _blank
 from ._episode import _Turn
 from ._facets import _FacetChecks
 from ._facts import _ProductFacts
+from ._language import _LanguageChecks
 from ._persona import machine_voice
 from ._promises import _DONE, _GRANT, _RETURN_YES
 from ._quantities import text_quantities
@@ -35,7 +36,7 @@ _RELATIVE_DAY = re.compile(r"\b(?:tomorrow|overnight|next[- ]day|day after tomor
 _CM = re.compile(r"(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?cm")
 
 
-class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
+class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChecks):
     """Scores each turn; the episode takes the worst turn (see _Run._finish)."""
 
     def _effectiveness(self, turn: _Turn, claims: list[Claim], focus: set[str], category: str,
@@ -59,6 +60,8 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
             parts = dict.fromkeys(parts, 0.0)
         if explained_failure(reply, turn.records):  # "I couldn't find AP-021": why it cannot answer
             parts = dict.fromkeys(parts, 1.0)
+        if self._wrong_language(turn, tag):  # right facts the viewer cannot read answer nothing
+            parts = dict.fromkeys(parts, 0.0)
         for a, score in parts.items():
             self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,
                                     "" if score >= 1.0 else f"answered {score:.0%}", "rubric:effectiveness"))
