@@ -36,22 +36,26 @@ _NOISE = re.compile(r"\b[A-Z]{2,}[-\d]*\w*\b|\b\w*\d[\w.,-]*\b|https?://\S+", re
 """Ids, codes, acronyms and numbers with their unit ("HM-009", "LIVE15", "SPF", "41mm")."""
 _SHOP_WORD = re.compile(r"[a-z]{2,}")
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 _PROFILES: dict[str, frozenset[str]] = {
-    "en": frozenset("the and is are it it's you you're your to of in for with on that this can has have "
+    "en": _words("the and is are it it's you you're your to of in for with on that this can has have "
                     "be but not yes what how do does will so just at or my i i'm i'll we we're our they "
                     "there here if from about any only one which its an was were been would could should "
-                    "up out get got all also too very don't doesn't can't isn't won't".split()),
-    "es": frozenset("el la los las del y es que un una por para con sí se su sus muy más está están son "
-                    "lo al así pero ahora antes también tiene tienen hay puedes usted tu cuesta días "
-                    "envío pedidos menos desde cuando como".split()),
-    "fr": frozenset("le les des du et est une pour avec pas oui il elle vous ce cette qui sur au aux à "
-                    "ne sont c'est mais très aussi votre vos nous peut puis jours être avez".split()),
-    "de": frozenset("der die das und ist ein eine nicht mit für auf den dem zu ja nein sie ich du sind "
-                    "auch noch sehr kann wird bei nach oder aber".split()),
-    "pt": frozenset("os as do da dos das um uma em não sim você está são mais também muito tem pode "
-                    "para com isso essa esse".split()),
-    "it": frozenset("il lo gli di della delle è una per con non sì che sono anche molto questo questa "
-                    "può hai ha".split()),
+                    "up out get got all also too very don't doesn't can't isn't won't"),
+    "es": _words("el la los las del y es que un una por para con sí se su sus muy más está están son "
+                    "lo al así pero ahora antes también tiene tienen hay puedes usted tu desde cuando "
+                    "como"),
+    "fr": _words("le les des du et est une pour avec pas oui il elle vous ce cette qui sur au aux à "
+                    "ne sont c'est mais très aussi votre vos nous peut puis être avez"),
+    "de": _words("der die das und ist ein eine nicht mit für auf den dem zu ja nein sie ich du sind "
+                    "auch noch sehr kann wird bei nach oder aber"),
+    "pt": _words("os as do da dos das um uma em não sim você está são mais também muito tem pode "
+                    "para com isso essa esse"),
+    "it": _words("il lo gli di della delle è una per con non sì che sono anche molto questo questa "
+                    "può hai ha"),
 }
 _MARKS = {"es": re.compile(r"[ñ¿¡]"), "fr": re.compile(r"[çœ]|[a-z][êëîôû]"),
           "de": re.compile(r"ß|[äöü][a-z]"), "pt": re.compile(r"[ãõ]")}
