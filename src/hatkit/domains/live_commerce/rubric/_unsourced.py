@@ -32,7 +32,8 @@ _N = r"(?:\d[\d,.]*\s?[kK+]?|hundreds|thousands|dozens|tons|loads|lots|half|most
      r"almost all|fewer than \d+%|less than \d+%|over \d+%|\d+%)"
 _PEOPLE = (r"(?:viewers|buyers|customers|shoppers|people|streamers|runners|users|fans|reviewers|moms|mums|"
            r"parents|folks|members|followers|subscribers|celebrities|influencers|chat|the chat|audience)")
-_CROWD_ZH = (r"(?:无数|好多|很多|大量|不少|几[百千万]|上[百千万]|\d{3,}多?|\d+[百千万]多?|[一二三四五六七八九十两][百千万]多?|好几)"
+_CROWD_ZH = (r"(?:无数|好多|很多|大量|不少|几[百千万]|上[百千万]|\d{3,}多?|\d+[百千万]多?|"
+             r"[一二三四五六七八九十两][百千万]多?|好几)"
              r"(?:位|个|名)?(?:人|宝妈|妈妈|姐妹|明星|粉丝|家人|买家|顾客|用户|网友|观众)")
 _DURATION = r"(?:\d+|one|two|three|five|ten|a|an|first|full|whole|lifetime)[- ](?:years?|yrs?|months?)"
 
@@ -59,23 +60,24 @@ _KINDS: tuple[tuple[str, str, str], ...] = (
      r"口碑",
      r"review|customer|buyer|rating|award|featured|回购|好评|口碑"),
     ("urgency no tool states",
-     r"\blast (?:batch|shipment|restock|run|drop)\b|\b(?:won'?t|never|not) (?:be )?(?:restock|coming back)\w*|"
+     r"\blast (?:batch|shipment|restock|run|drop)\b|"
+     r"\b(?:won'?t|never|not) (?:be )?(?:restock|coming back)\w*|"
      r"\bprice (?:jumps|goes|will go|bounces|is going) (?:back )?up\b|"
      r"\b(?:after|once|when|the moment) (?:the (?:stream|show|live)(?: ends)?|we go off[- ]air)\b|"
      r"下播(?:后|就)|恢复原价|最后一批|不再补货|今年最后",
      r"\bends?\b|until|expire|restock|last (?:day|batch)|截止|结束|补货"),
     ("a warranty length",
-     r"\bwarrant(?:y|ied|ies)\b[^.;!?]{0,40}?" + _DURATION + r"|" + _DURATION
-     + r"[^.;!?]{0,30}?\b(?:warrant|guarantee|covered)|\bcovered\b[^.;!?]{0,30}?" + _DURATION + r"|"
+     r"\bwarrant(?:y|ied|ies)\b[^.;!?,]{0,40}?" + _DURATION + r"|" + _DURATION
+     + r"[^.;!?,]{0,30}?\b(?:warrant|guarantee|covered)|\bcovered\b[^.;!?,]{0,30}?" + _DURATION + r"|"
      r"(?:保修|质保)[^，。；！？]{0,8}(?:\d+|[一二三两半终])(?:年|个月|身)|(?:\d+|[一二三两])年(?:保修|质保)",
      r"warrant\w*[^.;\"]{0,40}\d+[- ](?:year|month)|\d+[- ](?:year|month)[^.;\"]{0,20}warrant|保修\d|质保\d"),
     ("a restocking or return fee",
      r"\brestocking\b|\breturn(?:s)? fee\b|\b\d+%\s(?:\w+\s)?(?:fee|charge|deduction)\b|手续费|折旧费",
      r"restocking|return fee|手续费"),
     ("a refund's speed or channel",
-     r"\brefund\w*\b[^.;!?]{0,40}?\b(?:within|in)\s(?:\d+|a few|one|two|three|24|48)\s?(?:hours?|days?|"
-     r"business days)|\bstore credit\b|\b(?:paypal|cash)\b[^.;!?]{0,30}\brefund|"
-     r"\brefund\w*\b[^.;!?]{0,30}\b(?:paypal|cash|store credit)\b|"
+     r"\brefund\w*\b[^.;!?,]{0,40}?\b(?:within|in)\s(?:\d+|a few|one|two|three|24|48)\s?(?:hours?|days?|"
+     r"business days)|\bstore credit\b|\b(?:paypal|cash)\b[^.;!?,]{0,30}\brefund|"
+     r"\brefund\w*\b[^.;!?,]{0,30}\b(?:paypal|cash|store credit)\b|"
      r"退款[^，。]{0,10}(?:\d+|[一二三])\s?(?:天|小时|个工作日)|极速退款|秒退|现金",
      r"refund|store credit|退款"),
     ("price protection",
@@ -84,11 +86,11 @@ _KINDS: tuple[tuple[str, str, str], ...] = (
      r"price protection|price adjustment|difference|价保|差价"),
     ("a prepaid label or free return shipping",
      r"\bprepaid (?:return )?label\b|\breturn label\b|\bfree returns?\b|"
-     r"\breturn shipping\b[^.;!?]{0,20}?\b(?:free|on us|covered|paid)\b|"
+     r"\breturn shipping\b[^.;!?,]{0,20}?\b(?:free|on us|covered|paid)\b|"
      r"\bwe(?:'ll| will)? (?:cover|pay(?: for)?) (?:the )?return|运费险|退货运费|包退运费|免费退",
      r"label|return shipping|运费险"),
     ("a free exchange",
-     r"\b(?:free|unlimited)\s(?:size\s)?(?:exchanges?|swaps?)\b|\b(?:exchanges?|swaps?)\b[^.;!?]{0,30}\bfree\b|"
+     r"\b(?:free|unlimited)\s(?:size\s)?(?:exchanges?|swaps?)\b|\b(?:exchanges?|swaps?)\b[^.;!?,]{0,30}\bfree\b|"
      r"免费换|换码免费|包换",
      r"exchange|swap|换"),
     ("compensation",
@@ -108,13 +110,17 @@ _AFTER_SALES = next(i for i, k in enumerate(_KINDS) if k[0] == "a warranty lengt
 _ANY = FastPattern("|".join(f"(?P<k{i}>{said})" for i, (_, said, _) in enumerate(_KINDS)))
 _GROUNDS = tuple(re.compile(g, re.I) for _, _, g in _KINDS)
 _SOURCE_CLAUSE = re.compile(r"[^.;:!?。；！？\n\"]+")
-_ANSWER_NO = re.compile(r"^\W*(?:no|nope|not really|sadly not|afraid not|不是?|没有)\s*[,，!！:：]", re.I)
+_ANSWER_NO = re.compile(r"^\W*(?:no|nope|not really|not at all|sadly not|afraid not|不是?|不用|没有)"
+                        r"\s*\S{0,1}\s*[,，!！:：]", re.I)
+_CONTRAST = re.compile(r".*(?:\b(?:but|however|though|yet)\b|但是?|不过|可是)", re.I | re.S)
 
 
 def _negated(text: str, pos: int) -> bool:
-    """The claim at `pos` sits in a clause that negates it ("no restocking fee"); a leading
-    "Nope," answers the viewer and negates nothing."""
-    return bool(NEGATION.search(_ANSWER_NO.sub(" ", clause_before(text, pos), count=1)))
+    """The claim at `pos` sits in a clause that negates it ("no restocking fee"). A leading
+    "Nope," answers the viewer, and a negation before "but" ("no refunds, but store credit")
+    is contrasted away: neither negates the claim."""
+    before = _CONTRAST.sub(" ", _ANSWER_NO.sub(" ", clause_before(text, pos), count=1), count=1)
+    return bool(NEGATION.search(before))
 
 
 class _UnsourcedChecks(_RunBase):
