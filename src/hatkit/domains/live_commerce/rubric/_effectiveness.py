@@ -16,6 +16,7 @@ from ._language import _LanguageChecks
 from ._persona import machine_voice
 from ._promises import _DONE, _GRANT, _RETURN_YES
 from ._quantities import text_quantities
+from ._stale import _StaleChecks
 from ._target import _TargetChecks
 from .claims import NEGATION, Claim, cents, find_products, money_values
 
@@ -36,7 +37,7 @@ _RELATIVE_DAY = re.compile(r"\b(?:tomorrow|overnight|next[- ]day|day after tomor
 _CM = re.compile(r"(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?cm")
 
 
-class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChecks):
+class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChecks, _StaleChecks):
     """Scores each turn; the episode takes the worst turn (see _Run._finish)."""
 
     def _effectiveness(self, turn: _Turn, claims: list[Claim], focus: set[str], category: str,
@@ -60,7 +61,8 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChe
             parts = dict.fromkeys(parts, 0.0)
         if explained_failure(reply, turn.records):  # "I couldn't find AP-021": why it cannot answer
             parts = dict.fromkeys(parts, 1.0)
-        if self._wrong_language(turn, tag):  # right facts the viewer cannot read answer nothing
+        # right facts the viewer cannot read, or an earlier answer restated, answer nothing
+        if self._wrong_language(turn, tag) | self._stale_turn(turn, tag):
             parts = dict.fromkeys(parts, 0.0)
         for a, score in parts.items():
             self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,

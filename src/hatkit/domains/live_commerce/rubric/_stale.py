@@ -1,0 +1,86 @@
+"""A stale answer: in a follow-up turn, the reply restates what an earlier reply said and says
+nothing of what the latest turn brought (effectiveness).
+
+Read as sets of fact tokens (numbers, content words, Han bigrams), no phrase list:
+
+- `old`: what the earlier turns held, their replies and tool outputs;
+- `new`: what the latest turn brought: its question's tokens no earlier reply or question
+  used, and its tool outputs' tokens no earlier turn held;
+- the reply is stale when it restates three `old` tokens or more and shares nothing with
+  `new`, while the latest viewer turn asks something new (a question about what was already
+  said is answered by saying it again).
+
+A real answer to a follow-up carries a token of the new tool output or of the question ("RAM",
+"dryer", a new count); a restatement carries only the old ones.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hatkit.agent.trace import ok_record
+from hatkit.judge.verdict import Evidence
+
+from ._episode import _Turn
+from ._run import _RunBase
+
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_WORD = re.compile(r"[a-z][a-z'-]{2,}")
+_HAN_RUN = re.compile(r"[\u4e00-\u9fff]{2,}")
+_STOP = frozenset(str.split(
+    "the and you your with for are it's its that this one can has have had just all from our but not they "
+    "them their what how also any get got will would there here which about some more most very really "
+    "right now yes yep sure nope then than was were been being into onto over such only still even too "
+    "let let's i'm i'll we're you're you'll don't doesn't isn't can't won't that's there's it'll so's "
+    "well good great nice okay ok lol thanks thank please cool"))
+_ASKS = re.compile(r"[?？]|^\W*(?:what|how|which|when|where|who|why|is|are|do|does|did|can|could|will|would|"
+                   r"should|any|anything|and)\b|吗|呢|么|多少|几|什么|怎么|哪|能不能|有没有|是不是|可不可以",
+                   re.I)
+
+
+def facts(text: str) -> set[str]:
+    """Fact tokens of `text`: numbers ("5,000" as 5000), content words, Han bigrams."""
+    low = text.lower()
+    out = {n.replace(",", "").rstrip("0").rstrip(".") if "." in n else n.replace(",", "")
+           for n in _NUMBER.findall(low)}
+    for w in _WORD.findall(low):
+        if w not in _STOP:
+            out.add(w.strip("'-"))
+            if "-" in w:  # "fragrance-free" answers "fragrance free?"
+                out.update(p for p in w.split("-") if len(p) > 2 and p not in _STOP)
+    for run in _HAN_RUN.findall(low):
+        out |= {run[i:i + 2] for i in range(len(run) - 1)}
+    return out
+
+
+MIN_RESTATED = 3
+"""Earlier turns' tokens a stale reply restates (two are often context: a product, a unit)."""
+
+
+class _StaleChecks(_RunBase):
+    """Keeps the earlier turns' facts; a follow-up reply that only restates them is stale."""
+
+    _past_said: set[str]
+    _past_seen: set[str]
+    _past_asked: set[str]
+
+    def _stale_turn(self, turn: _Turn, tag: str) -> bool:
+        first = not hasattr(self, "_past_said") or len(self._users) <= 1
+        out = " ".join(json.dumps(r.output, ensure_ascii=False) for r in turn.records if ok_record(r))
+        reply, asked, brought = facts(turn.raw), facts(turn.user), facts(out)
+        if first:
+            self._past_said, self._past_seen, self._past_asked = reply, brought, asked
+            return False
+        said, seen = self._past_said, self._past_seen
+        new = (asked - said - self._past_asked) | (brought - seen - said)
+        restated = reply & (said | seen)
+        stale = (len(restated) >= MIN_RESTATED and bool(new) and not reply & new
+                 and bool(_ASKS.search(turn.user)))
+        self._past_said, self._past_seen = said | reply, seen | brought
+        self._past_asked = self._past_asked | asked
+        if stale:
+            self.ev.append(Evidence("effectiveness", f"{tag}restates an earlier answer", False,
+                                    "an answer to the latest question: " + ", ".join(sorted(restated)[:3])
+                                    + " were said before", "rubric:stale_turn"))
+        return stale
