@@ -16,6 +16,7 @@ from ._language import _LanguageChecks
 from ._persona import machine_voice
 from ._promises import _DONE, _GRANT, _RETURN_YES
 from ._quantities import text_quantities
+from ._refusal import _RefusalChecks
 from ._stale import _StaleChecks
 from ._target import _TargetChecks
 from .claims import NEGATION, Claim, cents, find_products, money_values
@@ -37,7 +38,8 @@ _RELATIVE_DAY = re.compile(r"\b(?:tomorrow|overnight|next[- ]day|day after tomor
 _CM = re.compile(r"(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?cm")
 
 
-class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChecks, _StaleChecks):
+class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChecks, _StaleChecks,
+                           _RefusalChecks):
     """Scores each turn; the episode takes the worst turn (see _Run._finish)."""
 
     def _effectiveness(self, turn: _Turn, claims: list[Claim], focus: set[str], category: str,
@@ -61,8 +63,9 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChe
             parts = dict.fromkeys(parts, 0.0)
         if explained_failure(reply, turn.records):  # "I couldn't find AP-021": why it cannot answer
             parts = dict.fromkeys(parts, 1.0)
-        # right facts the viewer cannot read, or an earlier answer restated, answer nothing
-        if self._wrong_language(turn, tag) | self._stale_turn(turn, tag):
+        # right facts the viewer cannot read, an earlier answer restated, a needless refusal: no answer
+        if (self._wrong_language(turn, tag) | self._stale_turn(turn, tag)
+                | self._over_refusal(turn, tag, attempt)):
             parts = dict.fromkeys(parts, 0.0)
         for a, score in parts.items():
             self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,
