@@ -32,7 +32,7 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
 _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
-_NOISE = re.compile(r"\b[A-Z]{2,}[-\d]*\w*\b|\b\w*\d[\w.,-]*\b|https?://\S+", re.UNICODE)
+_NOISE = re.compile(r"(?<![A-Za-z])[A-Z]{2,}[-\d]*[A-Za-z\d]*|[A-Za-z]*\d[\dA-Za-z.,-]*|https?://\S+")
 """Ids, codes, acronyms and numbers with their unit ("HM-009", "LIVE15", "SPF", "41mm")."""
 _SHOP_WORD = re.compile(r"[a-z]{2,}")
 
@@ -45,10 +45,10 @@ _PROFILES: dict[str, frozenset[str]] = {
                     "be but not yes what how do does will so just at or my i i'm i'll we we're our they "
                     "there here if from about any only one which its an was were been would could should "
                     "up out get got all also too very don't doesn't can't isn't won't"),
-    "es": _words("el la los las del y es que un una por para con sí se su sus muy más está están son "
+    "es": _words("el la los las del en y es que un una por para con sí se su sus muy más está están son "
                     "lo al así pero ahora antes también tiene tienen hay puedes usted tu desde cuando "
                     "como"),
-    "fr": _words("le les des du et est une pour avec pas oui il elle vous ce cette qui sur au aux à "
+    "fr": _words("le la les des du en et est une pour avec pas oui il elle vous ce cette qui sur au aux à "
                     "ne sont c'est mais très aussi votre vos nous peut puis être avez"),
     "de": _words("der die das und ist ein eine nicht mit für auf den dem zu ja nein sie ich du sind "
                     "auch noch sehr kann wird bei nach oder aber"),

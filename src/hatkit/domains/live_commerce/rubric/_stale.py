@@ -8,7 +8,7 @@ Read as sets of fact tokens (numbers, content words, Han bigrams), no phrase lis
   used, and its tool outputs' tokens no earlier turn held;
 - the reply is stale when it restates three `old` tokens or more and shares nothing with
   `new`, while the latest viewer turn asks something new (a question about what was already
-  said is answered by saying it again).
+  said is answered by saying it again) and the reply does not open with a yes or a no.
 
 A real answer to a follow-up carries a token of the new tool output or of the question ("RAM",
 "dryer", a new count); a restatement carries only the old ones.
@@ -33,10 +33,25 @@ _STOP = frozenset(str.split(
     "them their what how also any get got will would there here which about some more most very really "
     "right now yes yep sure nope then than was were been being into onto over such only still even too "
     "let let's i'm i'll we're you're you'll don't doesn't isn't can't won't that's there's it'll so's "
-    "well good great nice okay ok lol thanks thank please cool"))
+    "well good great nice okay ok lol thanks thank please cool sorry again many much long left"))
 _ASKS = re.compile(r"[?？]|^\W*(?:what|how|which|when|where|who|why|is|are|do|does|did|can|could|will|would|"
                    r"should|any|anything|and)\b|吗|呢|么|多少|几|什么|怎么|哪|能不能|有没有|是不是|可不可以",
                    re.I)
+
+
+_SUFFIX = re.compile(r"(?<=[a-z]{3})(?:ing|ed|es|s)$")
+_DOUBLE = re.compile(r"([b-df-hj-np-tv-z])\1$")
+
+
+def _stem(word: str) -> str:
+    """A crude stem, so "shrinking" meets "shrink" and "shipping" meets "ship"."""
+    return _DOUBLE.sub(r"\1", _SUFFIX.sub("", word))
+
+
+_VERDICT = re.compile(r"^\W*(?:yes|yep|yeah|yup|definitely|absolutely|totally|sure|of course|nope|"
+                      r"not (?:quite|really|at all)|sadly not|afraid not)\b|^\W*no\W*[,.!:;]|"
+                      r"^\W*(?:可以|能的|会的|是的|有的|当然|不(?:可以|能|会|行)|没有)", re.I)
+"""A reply that opens with a yes or a no answers a yes/no follow-up, whatever facts it adds."""
 
 
 def facts(text: str) -> set[str]:
@@ -46,9 +61,9 @@ def facts(text: str) -> set[str]:
            for n in _NUMBER.findall(low)}
     for w in _WORD.findall(low):
         if w not in _STOP:
-            out.add(w.strip("'-"))
+            out.add(_stem(w.strip("'-")))
             if "-" in w:  # "fragrance-free" answers "fragrance free?"
-                out.update(p for p in w.split("-") if len(p) > 2 and p not in _STOP)
+                out.update(_stem(p) for p in w.split("-") if len(p) > 2 and p not in _STOP)
     for run in _HAN_RUN.findall(low):
         out |= {run[i:i + 2] for i in range(len(run) - 1)}
     return out
@@ -76,7 +91,7 @@ class _StaleChecks(_RunBase):
         new = (asked - said - self._past_asked) | (brought - seen - said)
         restated = reply & (said | seen)
         stale = (len(restated) >= MIN_RESTATED and bool(new) and not reply & new
-                 and bool(_ASKS.search(turn.user)))
+                 and bool(_ASKS.search(turn.user)) and not _VERDICT.search(turn.raw))
         self._past_said, self._past_seen = said | reply, seen | brought
         self._past_asked = self._past_asked | asked
         if stale:
