@@ -111,10 +111,12 @@ def test_after_sales_terms_no_tool_gives_are_unfounded(reply: str, ok: bool) -> 
 
 # ---- a stale follow-up ---------------------------------------------------------------------------
 def test_a_follow_up_answered_with_the_earlier_turns_facts_is_stale() -> None:
-    first = ("what's the fabric weight of the organic tee?", [_TEE], "It's 180 gsm organic cotton, regular fit.")
-    answered = ("will it shrink much?", [], "The label says machine wash warm, tumble dry low; it says nothing "
-                "about shrinking.")
-    stale = ("will it shrink much?", [], "It's 180 gsm organic cotton in a regular fit, a nice everyday weight.")
+    first = ("what's the fabric weight of the organic tee?", [_TEE],
+             "It's 180 gsm organic cotton, regular fit.")
+    answered = ("will it shrink much?", [],
+                "The label says machine wash warm, tumble dry low; it says nothing about shrinking.")
+    stale = ("will it shrink much?", [],
+             "It's 180 gsm organic cotton in a regular fit, a nice everyday weight.")
     assert passes(_chat(first, answered), "effectiveness")
     v = _chat(first, stale)
     assert not passes(v, "effectiveness") and passes(v, "accuracy")
