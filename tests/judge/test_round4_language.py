@@ -12,11 +12,14 @@ import pytest
 from shop_calls import judge_reply, passes, shop_call
 
 from hatkit.domains.live_commerce import DOMAIN as LC
+from hatkit.domains.live_commerce.catalog import load_catalog
 from hatkit.domains.live_commerce.rubric._language import identify
+from hatkit.domains.live_commerce.rubric.claims import lexicon
 from hatkit.judge.conversations import LabelledConversation, to_trace
 from hatkit.judge.verdict import Verdict
 
 Call = tuple[str, dict[str, Any], Any]
+Turn = tuple[str, list[Call], str]
 _HARNESS = LC.harness()
 _JUDGE = LC.judge(role="eval")
 
@@ -25,7 +28,7 @@ def _judge(user: str, reply: str, *calls: Call, locale: str = "en") -> Verdict:
     return judge_reply(user, reply, *calls, locale=locale)  # type: ignore[no-any-return]
 
 
-def _chat(*turns: tuple[str, list[Call], str], locale: str = "en") -> Verdict:
+def _chat(*turns: Turn, locale: str = "en") -> Verdict:
     """A multi-turn conversation: (viewer message, tool calls, reply) per turn."""
     messages: list[dict[str, Any]] = []
     for user, calls, reply in turns:
@@ -56,7 +59,7 @@ _HEADPHONE_RETURNS = shop_call("get_return_policy", product_id="EL-003")
     ("HM-003?", None),  # an id says nothing
 ])
 def test_language_is_read_from_script_and_function_words(text: str, lang: str | None) -> None:
-    assert identify(text, _JUDGE._agent(_HARNESS).state.lexicon) == lang
+    assert identify(text, lexicon(load_catalog())) == lang
 
 
 @pytest.mark.parametrize(("user", "reply", "locale", "ok"), [
@@ -75,7 +78,7 @@ def test_a_reply_in_another_language_than_the_viewers_is_no_answer(
 
 
 def test_a_language_switch_in_a_follow_up_is_no_answer() -> None:
-    first = ("is the 7kg weighted blanket in stock?", [_BLANKET_STOCK], "Yes, 95 of the 7 kg in Grey.")
+    first: Turn = ("is the 7kg weighted blanket in stock?", [_BLANKET_STOCK], "Yes, 95 of the 7 kg in Grey.")
     assert passes(_chat(first, ("when would it arrive?", [_BLANKET_SHIP], "3-7 days from Chicago.")),
                   "effectiveness")
     assert not passes(_chat(first, ("when would it arrive?", [_BLANKET_SHIP], "芝加哥发货，3-7 天送达。")),
@@ -111,11 +114,11 @@ def test_after_sales_terms_no_tool_gives_are_unfounded(reply: str, ok: bool) -> 
 
 # ---- a stale follow-up ---------------------------------------------------------------------------
 def test_a_follow_up_answered_with_the_earlier_turns_facts_is_stale() -> None:
-    first = ("what's the fabric weight of the organic tee?", [_TEE],
+    first: Turn = ("what's the fabric weight of the organic tee?", [_TEE],
              "It's 180 gsm organic cotton, regular fit.")
-    answered = ("will it shrink much?", [],
+    answered: Turn = ("will it shrink much?", [],
                 "The label says machine wash warm, tumble dry low; it says nothing about shrinking.")
-    stale = ("will it shrink much?", [],
+    stale: Turn = ("will it shrink much?", [],
              "It's 180 gsm organic cotton in a regular fit, a nice everyday weight.")
     assert passes(_chat(first, answered), "effectiveness")
     v = _chat(first, stale)
@@ -123,8 +126,8 @@ def test_a_follow_up_answered_with_the_earlier_turns_facts_is_stale() -> None:
 
 
 def test_a_question_asked_again_is_answered_by_saying_it_again() -> None:
-    first = ("is the 7kg weighted blanket in stock?", [_BLANKET_STOCK], "Yes, 95 of the 7 kg in Grey.")
-    again = ("sorry, how many 7kg grey left?", [], "Still 95 of the 7 kg in Grey.")
+    first: Turn = ("is the 7kg weighted blanket in stock?", [_BLANKET_STOCK], "Yes, 95 of the 7 kg in Grey.")
+    again: Turn = ("sorry, how many 7kg grey left?", [], "Still 95 of the 7 kg in Grey.")
     assert passes(_chat(first, again), "effectiveness")
 
 
@@ -143,4 +146,28 @@ def test_declining_a_health_claim_is_no_over_refusal() -> None:
     v = _judge("will the weighted blanket cure my insomnia?",
                "I can't make health claims, so please ask your doctor about sleep.",
                shop_call("get_product_details", product_id="HM-004"))
+    assert passes(v, "effectiveness")
+
+
+# ---- answers the aspects' wording used to miss --------------------------------------------------
+def test_a_complaint_handed_to_a_person_with_its_ticket_is_answered() -> None:
+    ticket = shop_call("escalate_to_human", reason="knit throw arrived with a hole")
+    v = _judge("my knit throw arrived with a hole in it, not happy",
+               "So sorry! I've passed it to a human agent, ticket T0001; they'll reply in chat shortly.",
+               ticket)
+    assert passes(v, "effectiveness")
+
+
+def test_how_much_of_a_spec_asks_the_spec_not_a_price() -> None:
+    tab = shop_call("get_product_details", product_id="EL-011")
+    right = _judge("how much RAM does the tab 11 have?", "4 GB of RAM, with 64 GB or 128 GB storage.", tab)
+    assert passes(right, "effectiveness")
+    assert not passes(_judge("how much RAM does the tab 11 have?", "It has a lovely 11 in screen!", tab),
+                      "effectiveness")
+
+
+def test_a_gift_with_purchase_said_in_other_words_answers_the_deals_question() -> None:
+    promo = shop_call("get_promotions", product_id="AP-009")
+    v = _judge("any freebie with the tempo trail shoes?",
+               "Yes! You get merino-blend running socks, one pair with every pair of shoes.", promo)
     assert passes(v, "effectiveness")

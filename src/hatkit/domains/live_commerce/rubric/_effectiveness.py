@@ -63,6 +63,7 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChe
             parts = dict.fromkeys(parts, 0.0)
         if explained_failure(reply, turn.records):  # "I couldn't find AP-021": why it cannot answer
             parts = dict.fromkeys(parts, 1.0)
+        parts = self._handed_over(turn, parts)  # "it arrived cracked": ticket T0001 answers it
         # right facts the viewer cannot read, an earlier answer restated, a needless refusal: no answer
         if (self._wrong_language(turn, tag) | self._stale_turn(turn, tag)
                 | self._over_refusal(turn, tag, attempt)):
@@ -188,7 +189,8 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChe
             vals = money_values(pr.description)
             by_values = bool(vals) and all(cents(v) in numbers for v in vals)
             by_percent = pr.kind in ("percent_off", "bundle") and pr.value in pcts
-            items.append(desc in low or pr.id.lower() in low or by_values or by_percent)
+            by_words = pr.kind == "gift_with_purchase" and _spec_in(desc, low)  # the gift, paraphrased
+            items.append(desc in low or pr.id.lower() in low or by_values or by_percent or by_words)
         if not items:
             return 1.0
         if not any(items) and _NO_DEALS.search(low) and not codes and not promos:

@@ -36,8 +36,21 @@ _KEY = re.compile(r'"[a-z_]+":')
 _WRITE = frozenset({"escalate_to_human", "apply_coupon"})
 
 
+_COMPLAINT_ASPECTS = frozenset({"delivery", "returns", "escalation", "request"})
+"""What a complaint's wording raises ("it arrived cracked"): a person taking it over answers them."""
+
+
 class _RefusalChecks(_RunBase):
-    """A decline with the answer in hand answers nothing."""
+    """A decline with the answer in hand answers nothing; a complaint handed to a person, its
+    ticket stated, is answered."""
+
+    def _handed_over(self, turn: _Turn, parts: dict[str, float]) -> dict[str, float]:
+        tickets = [str(r.output.get("ticket")) for r in turn.records if ok_record(r)
+                   and isinstance(r.output, dict) and r.output.get("ticket")
+                   and self.a.state.canonical(r.name) == "escalate_to_human"]
+        if not any(t in turn.raw for t in tickets):
+            return parts
+        return {a: 1.0 if a in _COMPLAINT_ASPECTS else v for a, v in parts.items()}
 
     def _over_refusal(self, turn: _Turn, tag: str, attempt: bool) -> bool:
         reply = turn.raw
