@@ -7,8 +7,8 @@ A small language identifier, no model and no item wording:
 - Latin text by a profile of each language's commonest function words (en, es, fr, de, pt,
   it), with the letters only one of them uses (ñ ¿ ¡, ç œ, ß, ã õ) as extra votes.
 
-What is no language evidence is removed first: catalog product names, the store's own words
-(brands, colours, sizes and spec words, so "Tan 40 有货" stays Chinese), ids, codes, acronyms,
+What is no language evidence is removed first: the store's own words (product names, brands,
+colours, sizes and spec words, so "Tan 40 有货" stays Chinese), ids, codes, acronyms,
 numbers with their units, and emoji. Chinese viewers often get an English name or a short mixed
 term inside a Chinese reply; only a reply *mainly* in another language counts. The viewer's
 language is that of their latest turn that shows one, else an earlier turn, else the trace's
@@ -18,11 +18,9 @@ locale; a turn too short to tell ("Tan 40?") tells nothing.
 from __future__ import annotations
 
 import re
-from collections import Counter
 
 from hatkit.judge.verdict import Evidence
 
-from ._absolute import without_product_names
 from ._episode import _Turn
 from ._memo import per_object
 from ._run import _RunBase
@@ -31,9 +29,11 @@ from .claims import Lexicon
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
-_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
-_NOISE = re.compile(r"(?<![A-Za-z])[A-Z]{2,}[-\d]*[A-Za-z\d]*|[A-Za-z]*\d[\dA-Za-z.,-]*|https?://\S+")
-"""Ids, codes, acronyms and numbers with their unit ("HM-009", "LIVE15", "SPF", "41mm")."""
+_TOKEN = re.compile(r"[A-Za-z\u00c0-\u024f\d]+(?:[-'’.:/][A-Za-z\u00c0-\u024f\d]+)*")
+"""A run of Latin letters and digits; one holding a digit, or in capitals, is no word: an id, a
+code, an acronym or a number with its unit ("HM-009", "LIVE15", "SPF", "41mm")."""
+_PART = re.compile(r"[-.:/]")
+_DIGIT = re.compile(r"\d")
 _SHOP_WORD = re.compile(r"[a-z]{2,}")
 
 def _words(text: str) -> frozenset[str]:
@@ -57,6 +57,8 @@ _PROFILES: dict[str, frozenset[str]] = {
     "it": _words("il lo gli di della delle è una per con non sì che sono anche molto questo questa "
                     "può hai ha"),
 }
+_WORD_LANGS: dict[str, tuple[str, ...]] = {
+    w: tuple(lang for lang, prof in _PROFILES.items() if w in prof) for p in _PROFILES.values() for w in p}
 _MARKS = {"es": re.compile(r"[ñ¿¡]"), "fr": re.compile(r"[çœ]|[a-z][êëîôû]"),
           "de": re.compile(r"ß|[äöü][a-z]"), "pt": re.compile(r"[ãõ]")}
 MIN_WORDS = 3
@@ -78,13 +80,19 @@ def _shop_words(lex: Lexicon) -> frozenset[str]:
 def identify(text: str, lex: Lexicon | None = None) -> str | None:
     """The language `text` is mainly written in ("en", "es", "zh", "ja", "latin" for Latin text
     no profile claims), or None when it shows too little to tell."""
-    if lex is not None:
-        text = without_product_names(text, lex.catalog)
-    text = _NOISE.sub(" ", text)
-    han, kana, hangul = len(_HAN.findall(text)), len(_KANA.findall(text)), len(_HANGUL.findall(text))
+    han = kana = hangul = 0
+    if not text.isascii():
+        han, kana, hangul = len(_HAN.findall(text)), len(_KANA.findall(text)), len(_HANGUL.findall(text))
     shop = _shop_words(lex) if lex is not None else frozenset()
-    words = [w.lower().replace("’", "'") for w in _LATIN_WORD.findall(text)]
-    words = [w for w in words if w not in shop]
+    words: list[str] = []  # product names need no removal: their words are the store's (`shop`)
+    for tok in _TOKEN.findall(text):
+        if len(tok) > 1 and tok.isupper():
+            continue
+        if tok.isalpha():
+            if (w := tok.lower()) not in shop:
+                words.append(w)
+        elif not _DIGIT.search(tok):
+            words += [w for w in _PART.split(tok.lower().replace("’", "'")) if w and w not in shop]
     cjk = han + kana + hangul
     if cjk >= MIN_HAN and cjk >= 1.5 * len(words):  # an ideograph carries about a word's weight
         if kana >= 2 and kana * 5 >= cjk:
@@ -92,14 +100,16 @@ def identify(text: str, lex: Lexicon | None = None) -> str | None:
         return "ko" if hangul * 2 >= cjk else "zh"
     if len(words) < MIN_WORDS or cjk > len(words):
         return None
-    votes: Counter[str] = Counter()
-    for lang, prof in _PROFILES.items():
-        votes[lang] = sum(w in prof for w in words)
-    low = text.lower()
-    for lang, mark in _MARKS.items():
-        votes[lang] += 2 * len(mark.findall(low))
-    (best, n), *rest = votes.most_common()
-    second = rest[0][1] if rest else 0
+    votes = dict.fromkeys(_PROFILES, 0)
+    for w in words:
+        for lang in _WORD_LANGS.get(w, ()):
+            votes[lang] += 1
+    if not text.isascii():
+        low = text.lower()
+        for lang, mark in _MARKS.items():
+            votes[lang] += 2 * len(mark.findall(low))
+    ranked = sorted(votes.items(), key=lambda kv: -kv[1])
+    (best, n), second = ranked[0], ranked[1][1]
     return best if n >= 2 and n >= 2 * second else "latin"
 
 
@@ -117,6 +127,9 @@ def compatible(viewer: str, reply: str) -> bool:
 _LANG_CODE = {"english": "en", "chinese": "zh", "mandarin": "zh", "spanish": "es", "español": "es",
               "french": "fr", "français": "fr", "japanese": "ja", "英文": "en", "英语": "en", "中文": "zh",
               "汉语": "zh", "普通话": "zh", "日语": "ja", "日文": "ja", "西班牙语": "es", "法语": "fr"}
+_LANG_HINTS = ("english", "chinese", "mandarin", "spanish", "espa", "french", "fran", "japanese",
+               "英", "中文", "汉语", "普通话", "日", "西班牙", "法语")
+"""Substrings a language's name holds: a turn with none names no language (no scan)."""
 _EN_NAME = r"(?P<lang>english|chinese|mandarin|spanish|español|french|français|japanese)"
 _ASKED_IN = re.compile(
     r"\b(?:speak|write|answer|reply|respond|talk|say (?:it|that)|tell me|explain)(?:\s+\w+){0,2}?\s+in\s+"
@@ -129,7 +142,8 @@ def viewer_language(users: list[str], locale: str, lex: Lexicon | None) -> str:
     """The language the viewer asked for by name, else that of their latest turn that shows
     one, else the trace's locale."""
     for u in reversed(users):
-        if (m := _ASKED_IN.search(u)) is not None:
+        low = u.lower()
+        if any(n in low for n in _LANG_HINTS) and (m := _ASKED_IN.search(u)) is not None:
             return _LANG_CODE[next(g for g in m.groups() if g).lower()]
     for u in reversed(users):
         lang = identify(u, lex)

@@ -31,6 +31,9 @@ _DECLINE = FastPattern(
     r"\b(?:ask|check with|consult)\s(?:your|a)\s\w+\b|\bleave (?:that|it|this)(?: one)? (?:to|alone)\b|"
     r"不敢|不方便|不好说|不好比较|不乱说|不给建议|不建议啦|就不聊|不想给|不在评论区|"
     r"建议(?:你)?(?:咨询|参考|问|直接问)|以(?:吊牌|包装|说明)\S{0,2}为准|问问")
+_DECLINE_KEYS = ("rather", "hate to", "i'll", "i will", "i won", "i can", "i don", "try not", "careful",
+                 "best", "better", "ask", "check with", "consult", "leave", "不", "建议", "以", "问问")
+"""Substrings every decline holds (lower case): most replies hold none and skip the scan."""
 _KEY = re.compile(r'"[a-z_]+":')
 """A tool output's field names: the data's shape, not its facts ("care" is no answer)."""
 _WRITE = frozenset({"escalate_to_human", "apply_coupon"})
@@ -54,7 +57,8 @@ class _RefusalChecks(_RunBase):
 
     def _over_refusal(self, turn: _Turn, tag: str, attempt: bool) -> bool:
         reply = turn.raw
-        if attempt or not reply or (m := _DECLINE.search(reply)) is None:
+        low = reply.lower()
+        if attempt or not any(map(low.__contains__, _DECLINE_KEYS)) or (m := _DECLINE.search(reply)) is None:
             return False
         looked = [r for r in turn.records if ok_record(r) and isinstance(r.output, dict)]
         if not looked or any(self.a.state.canonical(r.name) in _WRITE for r in looked):

@@ -45,6 +45,8 @@ _DOUBLE = re.compile(r"([b-df-hj-np-tv-z])\1$")
 
 def _stem(word: str) -> str:
     """A crude stem, so "shrinking" meets "shrink" and "shipping" meets "ship"."""
+    if len(word) < 4 or not word.endswith(("s", "ed", "ing")):
+        return word
     return _DOUBLE.sub(r"\1", _SUFFIX.sub("", word))
 
 
@@ -73,29 +75,39 @@ MIN_RESTATED = 3
 """Earlier turns' tokens a stale reply restates (two are often context: a product, a unit)."""
 
 
-class _StaleChecks(_RunBase):
-    """Keeps the earlier turns' facts; a follow-up reply that only restates them is stale."""
+def _turn_facts(turn: _Turn) -> tuple[set[str], set[str], set[str]]:
+    """(reply, question, tool outputs) fact tokens of one turn."""
+    out = " ".join(json.dumps(r.output, ensure_ascii=False) for r in turn.records if ok_record(r))
+    return facts(turn.raw), facts(turn.user), facts(out)
 
-    _past_said: set[str]
-    _past_seen: set[str]
-    _past_asked: set[str]
+
+class _StaleChecks(_RunBase):
+    """Keeps the earlier turns; a follow-up reply that only restates their facts is stale. Facts
+    are read only when a follow-up could be stale (most episodes have one turn)."""
+
+    _past: list[_Turn]
 
     def _stale_turn(self, turn: _Turn, tag: str) -> bool:
-        first = not hasattr(self, "_past_said") or len(self._users) <= 1
-        out = " ".join(json.dumps(r.output, ensure_ascii=False) for r in turn.records if ok_record(r))
-        reply, asked, brought = facts(turn.raw), facts(turn.user), facts(out)
-        if first:
-            self._past_said, self._past_seen, self._past_asked = reply, brought, asked
+        if len(self._users) <= 1 or not hasattr(self, "_past"):
+            self._past = [turn]
             return False
-        said, seen = self._past_said, self._past_seen
-        new = (asked - said - self._past_asked) | (brought - seen - said)
+        past, self._past = self._past, [*self._past, turn]
+        if not _ASKS.search(turn.user) or _VERDICT.search(turn.raw):
+            return False
+        reply, asked, brought = _turn_facts(turn)
+        said: set[str] = set()
+        seen: set[str] = set()
+        before: set[str] = set()
+        for t in past:
+            r, q, b = _turn_facts(t)
+            said |= r
+            seen |= b
+            before |= q
+        new = (asked - said - before) | (brought - seen - said)
         restated = reply & (said | seen)
-        stale = (len(restated) >= MIN_RESTATED and bool(new) and not reply & new
-                 and bool(_ASKS.search(turn.user)) and not _VERDICT.search(turn.raw))
-        self._past_said, self._past_seen = said | reply, seen | brought
-        self._past_asked = self._past_asked | asked
-        if stale:
-            self.ev.append(Evidence("effectiveness", f"{tag}restates an earlier answer", False,
-                                    "an answer to the latest question: " + ", ".join(sorted(restated)[:3])
-                                    + " were said before", "rubric:stale_turn"))
-        return stale
+        if len(restated) < MIN_RESTATED or not new or reply & new:
+            return False
+        self.ev.append(Evidence("effectiveness", f"{tag}restates an earlier answer", False,
+                                "an answer to the latest question: " + ", ".join(sorted(restated)[:3])
+                                + " were said before", "rubric:stale_turn"))
+        return True
