@@ -93,6 +93,7 @@ def test_a_language_switch_in_a_follow_up_is_no_answer() -> None:
     ("It's $24, a 180 gsm regular-fit tee; hundreds of viewers grabbed one already.", False),
     ("It's $24, a 180 gsm regular-fit tee. This is the last batch before the new year!", False),
     ("只要 $24，180 克重的常规版型，好评率 98%！", False),
+    ("It's $24, a 180 gsm regular-fit tee. No wonder it's our best seller!", False),
 ])
 def test_popularity_and_urgency_no_tool_gives_are_unfounded(reply: str, ok: bool) -> None:
     assert passes(_judge("tell me about the organic tee", reply, _TEE), "accuracy") is ok

@@ -135,15 +135,17 @@ _GROUNDS = tuple(re.compile(g, re.I) for _, _, g in _KINDS)
 _SOURCE_CLAUSE = re.compile(r"[^.;:!?。；！？\n\"]+")
 _ANSWER_NO = re.compile(r"^\W*(?:no|nope|not really|not at all|sadly not|afraid not|不是?|不用|没有)"
                         r"\s*\S{0,1}\s*[,，!！:：]", re.I)
+_IDIOM = re.compile(r"\bno (?:surprise|wonder|doubt)\b|\bnot (?:only|just)\b|难怪|不愧", re.I)
+"""Phrases with a negation word that negate nothing ("no wonder it's a best seller")."""
 _CONTRAST = re.compile(r".*(?:\b(?:but|however|though|yet)\b|但是?|不过|可是)", re.I | re.S)
 
 
 def _negated(text: str, pos: int) -> bool:
     """The claim at `pos` sits in a clause that negates it ("no restocking fee"). A leading
     "Nope," answers the viewer, and a negation before "but" ("no refunds, but store credit")
-    is contrasted away: neither negates the claim."""
+    is contrasted away, and an idiom ("no wonder") negates nothing."""
     before = _CONTRAST.sub(" ", _ANSWER_NO.sub(" ", clause_before(text, pos), count=1), count=1)
-    return bool(NEGATION.search(before))
+    return bool(NEGATION.search(_IDIOM.sub(" ", before)))
 
 
 class _UnsourcedChecks(_RunBase):
