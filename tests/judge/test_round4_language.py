@@ -105,6 +105,7 @@ def test_popularity_and_urgency_no_tool_gives_are_unfounded(reply: str, ok: bool
     ("15 days with all accessories; opened ones carry a 10% restocking fee.", False),
     ("15 days with all accessories, and we email you a prepaid return label.", False),
     ("15 days with all accessories, and your refund lands within 2 days.", False),
+    ("You can get a full refund within 15 days if it's complete with all accessories.", True),
     ("15 days with all accessories; no restocking fee is mentioned, just the window.", True),
     ("15 天内配件齐全可退，我们还送运费险哦。", False),
 ])

@@ -28,8 +28,13 @@ from ._episode import _Turn
 from ._run import _RunBase
 from .claims import NEGATION, clause_before
 
-_N = r"(?:\d[\d,.]*\s?[kK+]?|hundreds|thousands|dozens|tons|loads|lots|half|most|many|all|every|nearly all|" \
-     r"almost all|fewer than \d+%|less than \d+%|over \d+%|\d+%)"
+_N = (r"(?:\d{3,}|\d[\d,]*,\d{3}|\d+(?:\.\d)?\s?[kK]\+?|\d+\+|hundreds|thousands|dozens|tons|loads|lots|"
+      r"half|most|many|nearly all|almost all|fewer than \d+%|less than \d+%|over \d+%|\d+%)")
+_COUNT = r"(?:\d[\d,.]*\s?[kK+]?|hundreds|thousands|dozens|tons|loads|lots)"
+"""How many reviews or sales: any count."""
+_BIG = r"(?:\d{3,}|\d[\d,]*,\d{3}|\d+(?:\.\d)?\s?[kK]\+?|\d+\+|hundreds|thousands|dozens|half)"
+"""A crowd's size: large ("10k buyers", "half the chat") or vague with "of" ("most of our
+viewers"); "2 people" is a capacity and "fits most runners" a fit."""
 _PEOPLE = (r"(?:viewers|buyers|customers|shoppers|people|streamers|runners|users|fans|reviewers|moms|mums|"
            r"parents|folks|members|followers|subscribers|celebrities|influencers|chat|the chat|audience)")
 _CROWD_ZH = (r"(?:无数|好多|很多|大量|不少|几[百千万]|上[百千万]|\d{3,}多?|\d+[百千万]多?|"
@@ -42,18 +47,21 @@ _KINDS: tuple[tuple[str, str, str], ...] = (
      r"\b\d(?:\.\d)?\s?(?:/\s?5\s?)?(?:-| )?stars?\b|"
      r"\b(?:rated|rating of|scores?)\s\d(?:\.\d)?\s?(?:/\s?5|out of (?:5|five)|stars?)\b|"
      r"\b(?:rated|rating of|scores?)\s\d\.\d\b(?!\s?[a-z])|"
-     r"\b" + _N + r"\s(?:reviews|ratings|five-star|5-star)\b|\b\d+%\s(?:positive|satisf|five-star|5-star)\w*|"
-     r"好评率|\d(?:\.\d)?\s?(?:星|分)(?!钟)|\d+[万千]?\+?条?(?:好评|评价|评论)|五星好评",
+     r"\b" + _COUNT + r"\s(?:reviews|ratings|five-star|5-star)\b|"
+     r"\b\d+%\s(?:positive|satisf|five-star|5-star)\w*|"
+     r"好评率|\d(?:\.\d)?\s?星|\d\.\d\s?分|\d+[万千]?\+?条?(?:好评|评价|评论)|五星好评",
      r"rating|review|stars|评分|好评|评价"),
     ("a sales figure or ranking",
      r"\b(?:best|top)[- ]?sell(?:er|ing)\b|\bmost[- ](?:popular|wishlisted|ordered|bought|sold|loved)\b|"
-     r"\b" + _N + r"\s(?:sold|orders|units sold|sales)\b|\bsold\s(?:over|more than)\s\d|"
+     r"\b" + _COUNT + r"\s(?:sold(?! out)|orders|units sold|sales)\b|\bsold\s(?:over\s|more than\s)?\d|"
      r"\b(?:went|gone|going) viral\b|\bflying (?:off|out)\b|\b(?:it'?s|been) flying\b|"
      r"销量|卖出|售出|卖了\d|爆款|卖爆|断货王|秒光|秒没|抢光|抢空|手慢无|冠军",
      r"\bsold\b|sales|best[- ]?sell|popular|销量|热销"),
     ("what other shoppers do or think",
-     r"\b" + _N + r"\s(?:of\s)?(?:our\s|the\s|my\s|your\s)?(?:\w+\s)?" + _PEOPLE + r"\b|"
-     r"\b(?:every|each|any)\s(?:streamer|runner|customer|buyer|viewer|reviewer)\b|"
+     r"\b" + _N + r"\s(?:of\s)(?:our\s|the\s|my\s|your\s)?(?:\w+\s)?" + _PEOPLE + r"\b|"
+     r"\b" + _BIG + r"\s(?:our\s|the\s)?(?:\w+\s)?" + _PEOPLE + r"\b|"
+     r"\b(?:every|each)\s(?:streamer|runner|customer|buyer|viewer|reviewer)\s(?:\w+\s){0,3}?(?:loves?|swears?|"
+     r"raves?|uses?|buys?|bought|orders?|ordered|recommends?|says?|comes? back)\b|"
      r"\b" + _PEOPLE + r"\s(?:\w+\s)?(?:love|swear|rave|keep|come back|buy|bought|order|ordered|use|"
      r"recommend|adore|can't stop)\w*\b|\bwe get (?:\w+[- ])?(?:thank|messages|compliments|praise)|"
      r"\b(?:award[- ]winning|featured in|as seen (?:in|on))\b|" + _CROWD_ZH + r"|回购|复购|明星(?:同款|都)|"
@@ -78,7 +86,7 @@ _KINDS: tuple[tuple[str, str, str], ...] = (
      r"\brefund\w*\b[^.;!?,]{0,40}?\b(?:within|in)\s(?:\d+|a few|one|two|three|24|48)\s?(?:hours?|days?|"
      r"business days)|\bstore credit\b|\b(?:paypal|cash)\b[^.;!?,]{0,30}\brefund|"
      r"\brefund\w*\b[^.;!?,]{0,30}\b(?:paypal|cash|store credit)\b|"
-     r"退款[^，。]{0,10}(?:\d+|[一二三])\s?(?:天|小时|个工作日)|极速退款|秒退|现金",
+     r"退款[^，。]{0,10}(?:\d+|[一二三])\s?(?:天|小时|个工作日)|极速退款|秒退|退(?:回)?现金|现金退",
      r"refund|store credit|退款"),
     ("price protection",
      r"\bprice[- ](?:drop )?(?:protection|guarantee|adjustment)\b|\brefund the difference\b|"
@@ -101,7 +109,7 @@ _KINDS: tuple[tuple[str, str, str], ...] = (
      r"补发",
      r"replace|补发"),
     ("a satisfaction promise",
-     r"\b(?:our|a|the)\s(?:\w+\s)?(?:promise|pledge)\b|\b(?:taste|scent|fit|satisfaction|happiness|"
+     r"\b(?:our|a|the)\s\w+\s(?:promise|pledge)\b|\b(?:taste|scent|fit|satisfaction|happiness|"
      r"money[- ]back)\s(?:guarantee|promise)\b|满意保证|无忧退",
      r"guarantee|promise|pledge"),
 )
@@ -132,6 +140,9 @@ _KEYS: tuple[tuple[str, ...], ...] = (
 and most replies hold none of most kinds."""
 assert len(_KEYS) == len(_KINDS)
 _GROUNDS = tuple(re.compile(g, re.I) for _, _, g in _KINDS)
+_REFUND = next(i for i, k in enumerate(_KINDS) if k[0] == "a refund's speed or channel")
+_INT = re.compile(r"\d+")
+_WINDOW_RULES = ("return_window_days", "extended_return_days", "electronics_return_days")
 _SOURCE_CLAUSE = re.compile(r"[^.;:!?。；！？\n\"]+")
 _ANSWER_NO = re.compile(r"^\W*(?:no|nope|not really|not at all|sadly not|afraid not|不是?|不用|没有)"
                         r"\s*\S{0,1}\s*[,，!！:：]", re.I)
@@ -165,6 +176,13 @@ class _UnsourcedChecks(_RunBase):
             self._sourced = (n, "\n".join(kept))
         return self._sourced[1]
 
+    def _the_window(self, said: str) -> bool:
+        """Every number `said` holds is a return window of this episode or of the rules."""
+        nums = {int(n) for n in _INT.findall(said)}
+        windows = set(self.scope.return_days.values()) | {
+            int(v) for n in _WINDOW_RULES if isinstance(v := self.a.rules.get(n), int | float)}
+        return bool(nums) and nums <= windows
+
     def _unsourced(self, turn: _Turn) -> None:
         reply = turn.reply
         low = reply.lower()
@@ -173,6 +191,8 @@ class _UnsourcedChecks(_RunBase):
         for start, k, m in found:
             if _negated(reply, start) or _GROUNDS[k].search(self._affirmed_sources()):
                 continue
+            if k == _REFUND and self._the_window(m.group(0)):
+                continue  # "a full refund within 30 days": the return window, not a refund's speed
             self.acc(m.group(0).strip(), False, f"{_KINDS[k][0]}: no tool output in this episode carries one",
                      "trace:unsourced_kind")
             if k >= _AFTER_SALES:  # a term stated is an answer to the after-sales question, if a wrong one
