@@ -173,3 +173,11 @@ def test_a_gift_with_purchase_said_in_other_words_answers_the_deals_question() -
     v = _judge("any freebie with the tempo trail shoes?",
                "Yes! You get merino-blend running socks, one pair with every pair of shoes.", promo)
     assert passes(v, "effectiveness")
+
+
+def test_saying_the_data_does_not_hold_it_is_no_over_refusal() -> None:
+    v = _judge("is the knit throw made in Portugal?",
+               "I'd rather not guess: the listing doesn't say where it's made.", _THROW)
+    assert not any(e.source == "rubric:over_refusal" for e in v.evidence)
+    v = _judge("is the knit throw made in Portugal?", "I'd rather not say, sorry!", _THROW)
+    assert not any(e.source == "rubric:over_refusal" for e in v.evidence)  # the output holds no origin

@@ -1,6 +1,8 @@
 """Over-refusal: the reply declines or defers a plain product question ("I'd rather not", "best
-to ask your doctor", "以吊牌为准") although this turn's lookup returned data, and it states
-none of that data (effectiveness).
+to ask your doctor", "以吊牌为准") although this turn's lookup holds the answer (a spec key the
+viewer names, or a word of the question in the output), and it states none of that data
+(effectiveness). A reply that says the data does not hold it ("the listing doesn't say") is an
+honest answer.
 
 A decline is a refusal only when nothing is answered: a reply that declines a claim but gives
 the product's facts ("I can't promise it cures insomnia, but it has ...") shares tokens with
@@ -43,6 +45,13 @@ _COMPLAINT_ASPECTS = frozenset({"delivery", "returns", "escalation", "request"})
 """What a complaint's wording raises ("it arrived cracked"): a person taking it over answers them."""
 
 
+_ABSENT = FastPattern(
+    r"\b(?:isn'?t|is not|aren'?t|are not|not) (?:listed|stated|mentioned|specified|given|shown)\b|"
+    r"\b(?:doesn'?t|does not|don'?t|do not) (?:say|list|mention|specify|state|show)\b|"
+    r"\bno (?:info|information|details?|data)\b|没(?:有)?(?:写|标|注明|标注|提到|说明)|未(?:注明|标注|说明)")
+"""The reply says the data does not hold the answer."""
+
+
 class _RefusalChecks(_RunBase):
     """A decline with the answer in hand answers nothing; a complaint handed to a person, its
     ticket stated, is answered."""
@@ -55,6 +64,11 @@ class _RefusalChecks(_RunBase):
             return parts
         return {a: 1.0 if a in _COMPLAINT_ASPECTS else v for a, v in parts.items()}
 
+    def _asked_keys(self, text: str, focus: set[str]) -> list[str]:
+        """Spec keys of `focus` the viewer's turn asks about (the ask reader's, where mixed in)."""
+        keys = getattr(self, "_spec_keys", None)
+        return list(keys(text, focus)) if keys is not None else []
+
     def _over_refusal(self, turn: _Turn, tag: str, attempt: bool) -> bool:
         reply = turn.raw
         low = reply.lower()
@@ -66,9 +80,18 @@ class _RefusalChecks(_RunBase):
         user = without_product_names(turn.user, self.lex.catalog)
         if any(p.search(user) for p in self.cfg.health):
             return False
-        data = facts(_KEY.sub(" ", " ".join(json.dumps(r.output, ensure_ascii=False) for r in looked)))
-        named = (self.lex.products.get(str(r.output.get("product_id"))) for r in looked)
-        data -= facts(" ".join(f"{p.name} {p.brand}" for p in named if p is not None))
+        if _ABSENT.search(reply):  # "the listing doesn't say": an honest answer, not a refusal
+            return False
+        dumped = " ".join(json.dumps(r.output, ensure_ascii=False) for r in looked)
+        named = [p for r in looked if (p := self.lex.products.get(str(r.output.get("product_id"))))]
+        names = facts(" ".join(f"{p.name} {p.brand}" for p in named))
+        words = {w for w in facts(user) - names if w.isascii() and not w.isdigit()}
+        # a question in another script than the (English) output cannot be matched word for word
+        held = not words or bool(self._asked_keys(user, {p.id for p in named})) or bool(
+            words & facts(dumped.replace("_", " ")))
+        if not held:  # the output may not hold what was asked: declining it is no over-refusal
+            return False
+        data = facts(_KEY.sub(" ", dumped)) - names
         said = facts(without_product_names(reply, self.lex.catalog))
         if said & data:
             return False
