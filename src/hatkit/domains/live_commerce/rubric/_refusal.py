@@ -87,7 +87,8 @@ class _RefusalChecks(_RunBase):
         names = facts(" ".join(f"{p.name} {p.brand}" for p in named))
         words = {w for w in facts(user) - names if w.isascii() and not w.isdigit()}
         # a question in another script than the (English) output cannot be matched word for word
-        held = not words or bool(self._asked_keys(user, {p.id for p in named})) or bool(
+        unnamed = " ".join(w for w in user.split() if w.lower().strip("?!.,'") not in names)
+        held = not words or bool(self._asked_keys(unnamed, {p.id for p in named})) or bool(
             words & facts(dumped.replace("_", " ")))
         if not held:  # the output may not hold what was asked: declining it is no over-refusal
             return False
