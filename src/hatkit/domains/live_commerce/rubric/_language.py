@@ -138,6 +138,19 @@ _ASKED_IN = re.compile(
 """A viewer naming the language they want ("answer in English", "用英文") sets it."""
 
 
+_SEEN: dict[tuple[int, str], tuple[Lexicon | None, str | None]] = {}
+"""identify() per viewer turn: RL samples many replies to one viewer message (bounded)."""
+
+
+def _viewer_turn(text: str, lex: Lexicon | None) -> str | None:
+    hit = _SEEN.get((id(lex), text))
+    if hit is None or hit[0] is not lex:
+        if len(_SEEN) >= 4096:
+            _SEEN.clear()
+        hit = _SEEN[(id(lex), text)] = (lex, identify(text, lex))
+    return hit[1]
+
+
 def viewer_language(users: list[str], locale: str, lex: Lexicon | None) -> str:
     """The language the viewer asked for by name, else that of their latest turn that shows
     one, else the trace's locale."""
@@ -146,7 +159,7 @@ def viewer_language(users: list[str], locale: str, lex: Lexicon | None) -> str:
         if any(n in low for n in _LANG_HINTS) and (m := _ASKED_IN.search(u)) is not None:
             return _LANG_CODE[next(g for g in m.groups() if g).lower()]
     for u in reversed(users):
-        lang = identify(u, lex)
+        lang = _viewer_turn(u, lex)
         if lang is not None:
             return lang
     return locale.split("-")[0].lower() if locale else "latin"
