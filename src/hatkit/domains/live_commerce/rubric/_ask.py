@@ -115,6 +115,9 @@ class _AskReader(_RunBase):
                        for k in self.lex.products[pid].specs if _LASTING_KEY.search(k)]
             asked += [a for a in lasting[:1] or ["spec"] if a not in asked]
         keys = self._spec_keys(text, focus)
+        if "price" in asked and keys and _HOW_MUCH_OF.search(_blank_words(text, keys)) \
+                and not _ASK["price"].search(_HOW_MUCH_OF.sub(" ", _blank_words(text, keys))):
+            asked.remove("price")  # "how much RAM / caffeine?": an amount of the spec, not money
         if "size" in asked and keys and not _ASK["size"].search(_blank_words(text, keys)):
             asked.remove("size")  # "what's the fit / dimensions of ...": a spec question
         if not asked:
@@ -156,6 +159,11 @@ class _AskReader(_RunBase):
                         zh.get(base) and zh[base] in text):
                     keys.append(key)
         return sorted(set(keys), key=lambda k: -len(k))
+
+
+_HOW_MUCH_OF = re.compile(r"\bhow much\s+(?:\w+\s+)?(?=\s*(?:[?.!,]|$|\s(?:is|does|do|in|on|for|has)\b))",
+                          re.I)
+""""how much" whose noun was a spec key (blanked): the spec's amount is asked."""
 
 
 def _blank(text: str, claims: Sequence[Claim]) -> str:

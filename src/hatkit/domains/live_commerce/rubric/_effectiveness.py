@@ -12,9 +12,12 @@ from ._ask import _AskReader, _blank
 from ._episode import _Turn
 from ._facets import _FacetChecks
 from ._facts import _ProductFacts
+from ._language import _LanguageChecks
 from ._persona import machine_voice
 from ._promises import _DONE, _GRANT, _RETURN_YES
 from ._quantities import text_quantities
+from ._refusal import _RefusalChecks
+from ._stale import _StaleChecks
 from ._target import _TargetChecks
 from .claims import NEGATION, Claim, cents, find_products, money_values
 
@@ -35,7 +38,8 @@ _RELATIVE_DAY = re.compile(r"\b(?:tomorrow|overnight|next[- ]day|day after tomor
 _CM = re.compile(r"(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?cm")
 
 
-class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
+class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChecks, _StaleChecks,
+                           _RefusalChecks):
     """Scores each turn; the episode takes the worst turn (see _Run._finish)."""
 
     def _effectiveness(self, turn: _Turn, claims: list[Claim], focus: set[str], category: str,
@@ -59,6 +63,11 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
             parts = dict.fromkeys(parts, 0.0)
         if explained_failure(reply, turn.records):  # "I couldn't find AP-021": why it cannot answer
             parts = dict.fromkeys(parts, 1.0)
+        parts = self._handed_over(turn, parts)  # "it arrived cracked": ticket T0001 answers it
+        # right facts the viewer cannot read, an earlier answer restated, a needless refusal: no answer
+        if (self._wrong_language(turn, tag) | self._stale_turn(turn, tag)
+                | self._over_refusal(turn, tag, attempt)):
+            parts = dict.fromkeys(parts, 0.0)
         for a, score in parts.items():
             self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,
                                     "" if score >= 1.0 else f"answered {score:.0%}", "rubric:effectiveness"))
@@ -180,7 +189,8 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks):
             vals = money_values(pr.description)
             by_values = bool(vals) and all(cents(v) in numbers for v in vals)
             by_percent = pr.kind in ("percent_off", "bundle") and pr.value in pcts
-            items.append(desc in low or pr.id.lower() in low or by_values or by_percent)
+            by_words = pr.kind == "gift_with_purchase" and _spec_in(desc, low)  # the gift, paraphrased
+            items.append(desc in low or pr.id.lower() in low or by_values or by_percent or by_words)
         if not items:
             return 1.0
         if not any(items) and _NO_DEALS.search(low) and not codes and not promos:

@@ -37,6 +37,7 @@ from ._promises import _PromiseChecks
 from ._resemble import Instructions
 from ._rubric import _RubricChecks
 from ._terms import _TermChecks
+from ._unsourced import _UnsourcedChecks
 from .claims import cents, extract_claims, find_products, money_values
 from .state import JudgeState, catalog_of
 
@@ -112,7 +113,7 @@ class ProgrammaticJudge:
 
 
 class _Run(_AccuracyChecks, _RubricChecks, _EffectivenessChecks, _PromiseChecks, _GroundingChecks,
-           _AbsoluteChecks, _InjectionChecks, _DetailChecks, _TermChecks):
+           _AbsoluteChecks, _InjectionChecks, _DetailChecks, _TermChecks, _UnsourcedChecks):
     """One judgement: walks the viewer turns, collecting evidence."""
 
     def verdict(self) -> Verdict:
@@ -144,6 +145,7 @@ class _Run(_AccuracyChecks, _RubricChecks, _EffectivenessChecks, _PromiseChecks,
             self._promises(turn, focus)
             self._grounding(turn, claims, focus)
             self._details(turn, claims)
+            self._unsourced(turn)
             self._target(turn)
             self._leak(turn.reply)
             if attempt and sum(not e.ok for e in self.ev) > failed_before:
