@@ -1,0 +1,29 @@
+"""Structural grounding: values bound to the product, variant or constraint they are given for.
+
+One mixin runs the round-4 checks over each turn, all reading the episode's tool outputs as
+fields (`_fields`): swapped attributes (`_swapped`). Each failure is accuracy evidence that
+names the value said and the tool's value.
+"""
+
+from __future__ import annotations
+
+from hatkit.agent.trace import ToolRecord
+
+from ._episode import _Turn
+from ._fields import ProductData, episode_products
+from ._run import _RunBase
+from ._swapped import swapped_values
+
+
+class _StructuralChecks(_RunBase):
+    _records_so_far: list[ToolRecord]
+
+    def _structural(self, turn: _Turn) -> None:
+        if not hasattr(self, "_records_so_far"):
+            self._records_so_far = []
+        self._records_so_far += turn.records
+        if not turn.reply or not self._records_so_far:
+            return
+        data: dict[str, ProductData] = episode_products(self._records_so_far, self.lex)
+        if (hit := swapped_values(turn.reply, data)) is not None:
+            self.acc(hit[0], False, hit[1], "rubric:attribute_grounding")
