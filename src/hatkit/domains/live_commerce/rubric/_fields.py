@@ -48,8 +48,16 @@ class ProductData:
     """Attribute key -> the quantities its value states."""
     positive: str = ""
     """Lower-case text of its data's clauses that negate nothing ("no GPS" is no GPS)."""
+    negative: str = ""
+    """Lower-case text of its data's clauses that negate ("not for children under 3")."""
     quantities: list[Quantity] = field(default_factory=list)
     prices: set[int] = field(default_factory=set)
+    price: float | None = None
+    """The current price a tool gave."""
+    express: bool | None = None
+    fee: float = 0.0
+    """The standard shipping fee get_shipping_info gave (0 where not called)."""
+    """express_available, where get_shipping_info was called."""
     notes: list[str] = field(default_factory=list)
     """Its description and notes, negated clauses included."""
 
@@ -62,6 +70,13 @@ class ProductData:
                     texts.append(f"{sk} {sv}")
             elif k in ("price", "list_price") and isinstance(v, int | float):
                 self.prices.add(cents(float(v)))
+                self.price = float(v) if k == "price" else self.price
+            elif k == "express_available" and isinstance(v, bool):
+                self.express = v
+            elif k == "shipping_fee" and isinstance(v, int | float):
+                self.fee = float(v)
+            elif k == "order_total" and isinstance(v, int | float) and self.price is None:
+                self.price = float(v)  # get_shipping_info alone: the order of one
             elif k not in _SKIP_KEYS and v is not None and not isinstance(v, bool):
                 self._field(k, v)
                 texts.append(_text(v))
@@ -69,8 +84,9 @@ class ProductData:
                 texts.append(_text(v))
                 self.notes.append(_text(v).lower())
         source_quantities(dict(out), self.quantities)
-        clauses = [c for t in texts for c in _DATA_CLAUSE.findall(t.lower()) if not _DATA_NEG.search(c)]
-        self.positive += " | " + " | ".join(clauses)
+        clauses = [c for t in texts for c in _DATA_CLAUSE.findall(t.lower())]
+        self.positive += " | " + " | ".join(c for c in clauses if not _DATA_NEG.search(c))
+        self.negative += " | " + " | ".join(c for c in clauses if _DATA_NEG.search(c))
 
     def _field(self, key: str, value: Any) -> None:
         text = _text(value).lower()

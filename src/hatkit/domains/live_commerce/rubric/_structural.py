@@ -12,6 +12,7 @@ from hatkit.agent.trace import ToolRecord
 from ._episode import _Turn
 from ._fields import ProductData, episode_products
 from ._run import _RunBase
+from ._constraints import ignored_constraint
 from ._swapped import swapped_values
 
 
@@ -27,3 +28,5 @@ class _StructuralChecks(_RunBase):
         data: dict[str, ProductData] = episode_products(self._records_so_far, self.lex)
         if (hit := swapped_values(turn.reply, data)) is not None:
             self.acc(hit[0], False, hit[1], "rubric:attribute_grounding")
+        if (hit := ignored_constraint(self._users, turn.reply, data, self.scope.guides)) is not None:
+            self.acc(hit[0], False, hit[1], "rubric:constraint")
