@@ -11,6 +11,7 @@ compared with the field of that product, not with anything the episode mentioned
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -156,6 +157,8 @@ def handles(names: Mapping[str, str], texts: Mapping[str, str] | None = None) ->
         named = set().union(*(w for q, w in words.items() if q != pid))
         said = set().union(*(w for q, w in seen.items() if q != pid))
         own = sorted(ws - named - said, key=len, reverse=True)
+        acronyms = {w.lower() for w in re.findall(r"\b[A-Z]{2,}\b", names[pid])}  # "ANC": a feature too
+        own = [w for w in own if w not in acronyms] or own
         weak = sorted((ws - named) & said, key=len, reverse=True)  # "Classic" in the other's "than our Classic"
         zh = [z for z, en in _ZH_KINDS.items()
               if any(e in names[pid].lower() for e in en)
@@ -179,13 +182,16 @@ def bound_segments(reply: str, names: Mapping[str, str], texts: Mapping[str, str
     for sent in _SEGMENT.finditer(reply):
         current = ""
         cuts = [sent.start()] + [m.start() for m in _SPLIT.finditer(reply, sent.start(), sent.end())] + [sent.end()]
-        for s, e in zip(cuts, cuts[1:], strict=False):
+        for s, e in itertools.pairwise(cuts):
             seg = reply[s:e]
-            named = [pid for pid, p in pats.items() if p.search(seg)]
-            if len(named) > 1:
-                current = ""
+            named = sorted((m.start() + s, pid) for pid, p in pats.items() for m in p.finditer(seg))
+            if not named:
+                if current:
+                    out.append((s, e, current))
                 continue
-            current = named[0] if named else current
-            if current:
-                out.append((s, e, current))
+            # two named: each part from one name to the next speaks of the name that opens it
+            starts = [s] + [at for at, _ in named[1:]] + [e]
+            out += [(a, b, pid) for (a, b), (_, pid) in zip(itertools.pairwise(starts), named, strict=True)
+                    if b > a]
+            current = named[-1][1]
     return out
