@@ -12,6 +12,7 @@ from hatkit.agent.trace import ToolRecord
 from ._episode import _Turn
 from ._fields import ProductData, episode_products
 from ._run import _RunBase
+from ._availability import checked_variants, misstated_stock
 from ._constraints import ignored_constraint
 from ._swapped import swapped_values
 
@@ -30,3 +31,7 @@ class _StructuralChecks(_RunBase):
             self.acc(hit[0], False, hit[1], "rubric:attribute_grounding")
         if (hit := ignored_constraint(self._users, turn.reply, data, self.scope.guides)) is not None:
             self.acc(hit[0], False, hit[1], "rubric:constraint")
+        canonical = {r.name: self.a.state.canonical(r.name) for r in self._records_so_far}
+        variants = checked_variants(self._records_so_far, canonical)
+        if (hit := misstated_stock(turn.reply, turn.user, variants)) is not None:
+            self.acc(hit[0], False, hit[1], "rubric:stock_grounding")
