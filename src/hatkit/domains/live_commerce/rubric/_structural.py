@@ -14,6 +14,7 @@ from ._fields import ProductData, episode_products
 from ._run import _RunBase
 from ._availability import checked_variants, misstated_stock
 from ._constraints import ignored_constraint
+from ._conversions import wrong_conversion, wrong_pack
 from ._swapped import swapped_values
 
 
@@ -31,6 +32,8 @@ class _StructuralChecks(_RunBase):
             self.acc(hit[0], False, hit[1], "rubric:attribute_grounding")
         if (hit := ignored_constraint(self._users, turn.reply, data, self.scope.guides)) is not None:
             self.acc(hit[0], False, hit[1], "rubric:constraint")
+        if (hit := wrong_conversion(turn.reply) or wrong_pack(turn.reply, data.values())) is not None:
+            self.acc(hit[0], False, hit[1], "rubric:units")
         canonical = {r.name: self.a.state.canonical(r.name) for r in self._records_so_far}
         variants = checked_variants(self._records_so_far, canonical)
         if (hit := misstated_stock(turn.reply, turn.user, variants)) is not None:
