@@ -18,6 +18,7 @@ from hatkit.judge.numbers import digits_for_words
 from hatkit.judge.patterns import FastPattern
 
 from ._fields import ProductData, bound_segments
+from ._glossary import zh_needs
 from ._negation import NEGATION, clause_before
 from ._usage import _CAUTION, _DECLINE_OPEN
 
@@ -130,7 +131,7 @@ def ignored_constraint(users: list[str], reply: str, data: Mapping[str, ProductD
                 word = next((m.group(0) for m in k.breaks.finditer(text) if m.group(0).lower() not in low), None)
                 if word is not None:
                     return quote, f"{p.pid} data states {word!r} (tool output), against the viewer's {k.name}"
-        hit = _forbidden(said, p) or _budget(said, reply, p) or _delivery(said, p) or _size(said, reply, guides.get(p.pid))
+        hit = _forbidden(said + " " + zh_needs(said), p) or _budget(said, reply, p) or _delivery(said, p) or _size(said, reply, guides.get(p.pid))
         if hit is not None:
             return quote, hit
     return None

@@ -24,7 +24,7 @@ from ._quantities import Quantity, source_quantities, text_quantities
 from .claims import Lexicon, cents
 
 _DATA_CLAUSE = re.compile(r"[^.;,()]+")
-_DATA_NEG = re.compile(r"\b(?:no|not|never|without|non|free of|don't|do not)\b|-free\b", re.I)
+_DATA_NEG = re.compile(r"\b(?:no|not|never|without|non|free of|don't|do not|cannot|can't|won't)\b|-free\b", re.I)
 _SEGMENT = re.compile(r"[^.!?;。！？；\n]+(?:\.\d[^.!?;。！？；\n]*)*")
 _SPLIT = re.compile(r",\s|，|:\s|：|\s[-–—]\s|\b(?:while|whereas|but|vs\.?|versus|against|compared (?:to|with)|"
                     r"and the|then the|or the)\b|而|但是?|相比|对比")

@@ -27,3 +27,16 @@ def zh_values(text: str) -> list[tuple[str, int, int]]:
     if text.isascii():
         return []
     return [(ZH_VALUES[m.group(0)], m.start(), m.end()) for m in ZH_VALUE.finditer(text)]
+
+
+ZH_NEEDS: dict[str, str] = {
+    "笔记本": "laptop", "电脑": "laptop", "游泳": "swimming", "孩子": "children", "儿童": "children",
+    "小孩": "children", "宝宝": "children", "退货": "returned", "退": "returned", "怀孕": "pregnancy",
+    "孕": "pregnancy", "微波炉": "microwave", "洗碗机": "dishwasher", "烘干": "tumble",
+}
+"""What a Chinese viewer needs, in the English words product data uses for it."""
+
+
+def zh_needs(text: str) -> str:
+    """The English need words of a Chinese text (empty for English)."""
+    return "" if text.isascii() else " ".join(en for zh, en in ZH_NEEDS.items() if zh in text)
