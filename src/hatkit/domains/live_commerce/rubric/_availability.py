@@ -141,7 +141,8 @@ def _wrong(kind: str, n: tuple[int, int] | None, targets: list[Variant], every: 
     if kind == "out":
         return True if all(v.stock > 0 for v in targets) else None
     if kind == "plenty":
-        return True if all(v.stock < _PLENTY_MIN for v in targets) else None
+        low = [v.stock < _PLENTY_MIN for v in targets]
+        return True if (any(low) if every else all(low)) else None
     if n is not None:
         return True if not any(n[0] <= v.stock <= n[1] for v in targets) and not (
             n[0] <= sum(v.stock for v in targets) <= n[1]) else None

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from collections.abc import Iterable, Mapping
 
 from hatkit.judge.patterns import FastPattern
@@ -30,7 +31,7 @@ _UNIT: dict[str, tuple[str, float]] = {
     "oz": ("mass", 28.3495), "ounce": ("mass", 28.3495), "ounces": ("mass", 28.3495),
     "ml": ("volume", 1), "毫升": ("volume", 1), "l": ("volume", 1000), "litre": ("volume", 1000),
     "liter": ("volume", 1000), "litres": ("volume", 1000), "liters": ("volume", 1000), "升": ("volume", 1000),
-    "fl oz": ("volume", 29.5735), "fl. oz": ("volume", 29.5735), "qt": ("volume", 946.353),
+    "fl oz": ("volume", 29.5735), "液量盎司": ("volume", 29.5735), "盎司": ("mass", 28.3495), "fl. oz": ("volume", 29.5735), "qt": ("volume", 946.353),
     "quart": ("volume", 946.353), "quarts": ("volume", 946.353), "夸脱": ("volume", 946.353),
     "c": ("temp", 1), "°c": ("temp", 1), "℃": ("temp", 1), "摄氏度": ("temp", 1),
     "f": ("temp", -1), "°f": ("temp", -1), "℉": ("temp", -1), "华氏度": ("temp", -1),
@@ -43,6 +44,9 @@ _QTY = re.compile(r"(?<![A-Za-z0-9_.])(" + _NUM + r")(?:\s?(?:x|×|by)\s?(" + _N
 _NOT_INCH = re.compile(r"\s+(?!is\b|chest|waist|long|wide|tall|high)[A-Za-z]")
 """After "3 in", a word ("in stock", "in Black"): the "in" is no inch."""
 _GAP = re.compile(r"^[^.!?;。！？；\d]{0,30}$")
+_CUE = re.compile(r"≈|~|=|\(|（|\b(?:about|around|roughly|approx\w*|nearly|almost|just (?:over|under)|or|i\.e\.|"
+                  r"so|which is|that's|is|equals?)\b|差不多|大约|约|大概|相当于|合|也就是|即|左右", re.I)
+"""What joins a quantity to the same amount in another unit ("50 ml (about 1.7 fl oz)")."""
 _WORDNUM = {"one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "dozen": 12, "couple": 2}
 _ZH_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
@@ -97,21 +101,47 @@ def _slack(raw: str, unit: tuple[str, float]) -> float:
     return half * (5 / 9 if unit[0] == "temp" and unit[1] < 0 else abs(unit[1]) if unit[0] != "temp" else 1)
 
 
-def wrong_conversion(reply: str) -> tuple[str, str] | None:
-    """(the converted quantity, the amount it should be) for the first conversion that is off."""
+def conversions(reply: str) -> list[tuple[re.Match[str], re.Match[str], bool]]:
+    """(quantity, the same amount in another unit, whether the two agree) for each conversion of
+    `reply` (a quantity converted once: "50 ml (1.7 fl oz) and 100 ml" pairs 50 ml only)."""
     text = _words_to_digits(reply)
     found = [m for m in _QTY.finditer(text) if not (m.group(4).lower() == "in" and _NOT_INCH.match(text, m.end()))]
+    out: list[tuple[re.Match[str], re.Match[str], bool]] = []
     for a, b in zip(found, found[1:], strict=False):
         ua, ub = _UNIT[a.group(4).lower()], _UNIT[b.group(4).lower()]
-        if ua[0] != ub[0] or ua[1] == ub[1] or not _GAP.match(text[a.end():b.start()]):
+        gap = text[a.end():b.start()]
+        if ua[0] != ub[0] or ua[1] == ub[1] or not _GAP.match(gap) or not _CUE.search(gap) or (
+                out and out[-1][1] is a):
             continue
-        xs = [g for g in a.groups()[:3] if g]
-        ys = [g for g in b.groups()[:3] if g]
-        for x, y in zip(xs, ys, strict=False):
-            want, said = _base(float(x.replace(",", "")), ua), _base(float(y.replace(",", "")), ub)
-            if abs(want - said) > max(0.08 * abs(want), _slack(y, ub), 0.6 if ua[0] == "temp" else 0):
+        pairs = zip([g for g in a.groups()[:3] if g], [g for g in b.groups()[:3] if g], strict=False)
+        out.append((a, b, all(_agree(x, ua, y, ub) for x, y in pairs)))
+    return out
+
+
+def _agree(x: str, ux: tuple[str, float], y: str, uy: tuple[str, float]) -> bool:
+    want, said = _base(float(x.replace(",", "")), ux), _base(float(y.replace(",", "")), uy)
+    return abs(want - said) <= max(0.08 * abs(want), _slack(y, uy), 0.6 if ux[0] == "temp" else 0)
+
+
+@lru_cache(maxsize=1024)
+def converted_values(reply: str) -> frozenset[float]:
+    """The numbers of `reply` that are a right conversion of a quantity before them: grounded by
+    that quantity, though no source states them."""
+    return frozenset(float(g.replace(",", "")) for _, b, ok in conversions(reply) if ok
+                     for g in b.groups()[:3] if g)
+
+
+def wrong_conversion(reply: str) -> tuple[str, str] | None:
+    """(the converted quantity, the amount it should be) for the first conversion that is off."""
+    for a, b, ok in conversions(reply):
+        if ok:
+            continue
+        ua, ub = _UNIT[a.group(4).lower()], _UNIT[b.group(4).lower()]
+        for x, y in zip([g for g in a.groups()[:3] if g], [g for g in b.groups()[:3] if g], strict=False):
+            if not _agree(x, ua, y, ub):
+                want = _base(float(x.replace(",", "")), ua)
                 exact = (want * 9 / 5 + 32 if ub[1] < 0 else want) if ub[0] == "temp" else want / ub[1]
-                return b.group(0), f"{a.group(0)} is about {exact:.3g} {b.group(4)}"
+                return f"{y} {b.group(4)}", f"{x} {a.group(4)} is about {exact:.3g} {b.group(4)}"
     return None
 
 
