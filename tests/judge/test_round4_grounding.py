@@ -35,7 +35,8 @@ CASES = [
     # attribute swapped between two looked-up products
     ("pulse or aura lite, which is lighter in the ear?", _BUDS,
      "The Aura Lite is the lighter pair at 4.1 g a bud, the Pulse ANC is 5.2 g.",
-     "The Pulse ANC is the lighter pair at 4.1 g a bud, the Aura Lite is 5.2 g.", "rubric:attribute_grounding"),
+     "The Pulse ANC is the lighter pair at 4.1 g a bud, the Aura Lite is 5.2 g.",
+     "rubric:attribute_grounding"),
     ("which power bank puts out more?", _BANKS,
      "The 20K gives 65 W over USB-C, the 10K gives 20 W.",
      "The 10K gives 65 W over USB-C, the 20K gives 20 W.", "rubric:attribute_grounding"),
@@ -86,9 +87,11 @@ def test_the_right_reply_passes_and_the_wrong_one_fails(user: str, calls: tuple[
 
 
 ZH_CASES = [
-    ("两款充电宝的重量分别是多少？", _BANKS, "10K 是 198 克，20K 是 420 克。", "10K 是 420 克，20K 是 198 克。",
+    ("两款充电宝的重量分别是多少？", _BANKS, "10K 是 198 克，20K 是 420 克。",
+     "10K 是 420 克，20K 是 198 克。",
      "rubric:attribute_grounding"),
-    ("毛衣和香薰机从哪里发货？", _SHIP, "毛衣从纽瓦克发，香薰机从芝加哥发。", "毛衣从芝加哥发，香薰机从纽瓦克发。",
+    ("毛衣和香薰机从哪里发货？", _SHIP, "毛衣从纽瓦克发，香薰机从芝加哥发。",
+     "毛衣从芝加哥发，香薰机从纽瓦克发。",
      "rubric:attribute_grounding"),
     ("我对大豆过敏，植物蛋白棒能吃吗？", _calls("get_product_details", "FD-005"),
      "不建议哦，过敏原里有大豆和坚果。", "可以的，植物蛋白棒很适合你，每根 15 克蛋白。", "rubric:constraint"),
@@ -119,6 +122,7 @@ def test_evidence_names_the_wrong_value_and_the_tool_value() -> None:
 def test_a_size_outside_the_guide_range_fails_the_fit() -> None:
     guide = _calls("get_size_guide", "AP-001")
     user = "chest is 105 cm, which fleece hoodie size?"
-    assert passes(_judge(user, "At 105 cm you're an L (104-109 cm); it fits true to size.", *guide), "accuracy")
+    right = _judge(user, "At 105 cm you're an L (104-109 cm); it fits true to size.", *guide)
+    assert passes(right, "accuracy")
     bad = _judge(user, "At 105 cm the M is your size; it fits true to size.", *guide)
     assert _source(bad, "rubric:constraint")

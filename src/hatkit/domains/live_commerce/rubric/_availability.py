@@ -28,7 +28,8 @@ _IN = FastPattern(r"\bin stock\b|\bavailable\b|\bready (?:to (?:ship|go)|for you
                   r"\b(?:is|are|'s) there for you\b|\bon hand\b|\bleft\b|\bstill (?:some|have|got)\b|"
                   r"\bcomes? in (?:both|all|every)\b[^.;]{0,20}\b(?:right now|today|now)\b|\bin for\b|"
                   r"有货|现货|还有|有的|可以(?:直接)?下单|直接下单|能拍")
-_COUNT = re.compile(r"(?<![\d.$])(\d{1,4})\s?(\+|多)?\s?(?:bottles?|units?|pairs?|pieces?|left|on hand|in stock|"
+_COUNT = re.compile(r"(?<![\d.$])(\d{1,4})\s?(\+|多)?\s?"
+                    r"(?:bottles?|units?|pairs?|pieces?|left|on hand|in stock|"
                     r"双|件|个|台|瓶|袋|盒|套|支)", re.I)
 _FEW = FastPattern(r"\blast (?:couple|few)\b|\bcouple (?:left|of)\b|\ba few left\b")
 _ONE = FastPattern(r"\blast (?:unit|one|piece)\b|\bonly one left\b")
@@ -99,11 +100,12 @@ def misstated_stock(reply: str, user: str, variants: list[Variant]) -> tuple[str
             named = [v for v in named if v in asked] or asked
         kind, n = _kind(clause)
         if named or (kind and said and said != kind):
-            before = []  # "King 卖完了，标准尺寸还有 92 个": another polarity speaks of another variant
+            before = []  # "King 卖完了，标准尺寸还有 92 个": the other polarity, another variant
         said = kind or said
         listed += [v for v in named if v not in listed]
         every = bool(_ALL.search(clause))
-        targets = named or (listed or variants if every else before) or (variants if len(variants) == 1 else [])
+        single = variants if len(variants) == 1 else []
+        targets = named or (listed or variants if every else before) or single
         before = named or before
         if kind is None or not targets:
             continue

@@ -40,21 +40,25 @@ _ALLERGIC = r"(?:[- ]?allerg\w*|[- ]?free|[- ]?intoleran\w*)"
 KINDS: tuple[Kind, ...] = (
     _kind("peanut allergy", r"peanuts?" + _ALLERGIC + r"|allergic to peanuts?|花生过敏|不能吃花生",
           r"peanut"),
-    _kind("tree nut allergy", r"(?:tree[- ]?)?nuts?" + _ALLERGIC + r"|allergic to (?:tree )?nuts|坚果过敏",
+    _kind("tree nut allergy", r"(?:tree[- ]?)?nuts?" + _ALLERGIC + r"|allergic to (?:tree )?nuts|"
+          r"坚果过敏",
           r"tree nut|almond|cashew|pecan|walnut|hazelnut|pistachio|macadamia"),
-    _kind("milk allergy", r"(?:dairy|milk|lactose)" + _ALLERGIC + r"|allergic to (?:milk|dairy)|乳糖不耐|奶过敏",
+    _kind("milk allergy", r"(?:dairy|milk|lactose)" + _ALLERGIC + r"|allergic to (?:milk|dairy)|"
+          r"乳糖不耐|奶过敏",
           r"\bmilk|whey|dairy|cheese|lactose"),
     _kind("egg allergy", r"eggs?" + _ALLERGIC + r"|allergic to eggs?|蛋过敏", r"\beggs?\b"),
     _kind("gluten", r"co?eliac|(?:gluten|wheat)" + _ALLERGIC + r"|麸质|乳糜泻|小麦过敏",
           r"wheat|gluten|barley|\brye\b|semolina"),
     _kind("soy allergy", r"soy" + _ALLERGIC + r"|allergic to soy|大豆过敏", r"\bsoy"),
     _kind("fish allergy", r"fish" + _ALLERGIC + r"|allergic to fish|鱼过敏", r"\bfish|salmon|tuna"),
-    _kind("vegan", r"\bvegan|纯素|吃全素", r"\bmilk|whey|\beggs?\b|honey|gelatin|beeswax|\bfish|salmon|cheese|"
+    _kind("vegan", r"\bvegan|纯素|吃全素",
+          r"\bmilk|whey|\beggs?\b|honey|gelatin|beeswax|\bfish|salmon|cheese|"
           r"lanolin|collagen|dairy"),
     _kind("no fragrance", r"(?:no|any|without|avoid|sensitive to) (?:\w+ )?(?:fragrance|scent|perfume)|"
           r"fragrance[- ]free|unscented|scent[- ]free|无香|香味敏感|不要香|没有香味",
           r"fragrance|scent(?:s|ed)?\b|perfume|parfum"),
-    _kind("no caffeine", r"caffeine[- ]free|(?:no|without|avoid|zero) caffeine|decaf|无咖啡因|不含咖啡因|不要咖啡因",
+    _kind("no caffeine", r"caffeine[- ]free|(?:no|without|avoid|zero) caffeine|decaf|"
+          r"无咖啡因|不含咖啡因|不要咖啡因",
           r"caffeine[^|]{0,12}?\d"),
 )
 """Constraint kinds decided by the words of a product's fields (allergens, ingredients, materials,
@@ -70,12 +74,13 @@ _FIT = FastPattern(
 """A statement that the product meets the viewer's need."""
 _BOTH = FastPattern(r"both|all|either|两\w{0,2}都|都")
 _VIEWER_WORD = re.compile(r"[a-z]{4,}")
-_PLAIN = frozenset({"would", "which", "there", "thing", "something", "looking", "want", "need", "work", "works",
-                    "really", "about", "could", "should", "have", "this", "that", "with", "from", "your", "what",
-                    "when", "where", "good", "great", "best", "price", "much", "many", "does", "will", "they",
-                    "them", "also", "here", "just", "like", "make", "more", "some", "than", "then", "those",
-                    "these", "into", "over", "only", "other", "okay", "still", "buy", "get", "pick", "choose",
-                    "recommend", "safe", "fine", "please", "thanks", "help", "know", "able", "gonna", "wanna"})
+_PLAIN = frozenset({"would", "which", "there", "thing", "something", "looking", "want", "need", "work",
+                    "works", "really", "about", "could", "should", "have", "this", "that", "with",
+                    "from", "your", "what", "when", "where", "good", "great", "best", "price", "much",
+                    "many", "does", "will", "they", "them", "also", "here", "just", "like", "make",
+                    "more", "some", "than", "then", "those", "these", "into", "over", "only", "other",
+                    "okay", "still", "buy", "get", "pick", "choose", "recommend", "safe", "fine",
+                    "please", "thanks", "help", "know", "able", "gonna", "wanna"})
 """Viewer words that state no need of their own."""
 _BUDGET = re.compile(r"(?:under|below|less than|max(?:imum)?|up to|within|no more than|budget(?: is| of)?:?|"
                      r"预算)\s*(?:\$|usd\s?)?\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*(?:刀|美元|美金|块|元|dollars?)?\s*"
@@ -86,7 +91,8 @@ _WORDNUM = {"two": 2, "three": 3, "four": 4, "five": 5}
 _DEADLINE = re.compile(r"(?:within|in|under)\s+(\d+)\s*(?:business |working )?days?|(\d+)[- ]days? max|"
                        r"(\d+)\s*天(?:之?内|以内)", re.I)
 _EXPRESS = re.compile(r"\bexpress\b|expedited|overnight|加急|特快", re.I)
-_MEASURE = re.compile(r"(chest|waist|hips?|胸围|腰围|臀围)\D{0,12}?(\d{2,3}(?:\.\d)?)\s*(cm|厘米|in(?:ch(?:es)?)?\b|"
+_MEASURE = re.compile(r"(chest|waist|hips?|胸围|腰围|臀围)\D{0,12}?(\d{2,3}(?:\.\d)?)\s*"
+                      r"(cm|厘米|in(?:ch(?:es)?)?\b|"
                       r"\"|寸)?|(\d{2,3})\s*(cm|in(?:ch(?:es)?)?|\")\s*(chest|waist|hips?)", re.I)
 _ZH_PART = {"胸围": "chest", "腰围": "waist", "臀围": "hip"}
 _RANGE = re.compile(r"(\d{2,3})(?:\s?-\s?(\d{2,3}))?\s?cm")
@@ -128,10 +134,12 @@ def ignored_constraint(users: list[str], reply: str, data: Mapping[str, ProductD
         text = " | ".join(v for k, v in p.fields.items() if k not in ("options",)) + " | " + p.positive
         for k in KINDS:
             if k.asked.search(said):
-                word = next((m.group(0) for m in k.breaks.finditer(text) if m.group(0).lower() not in low), None)
+                word = next((m.group(0) for m in k.breaks.finditer(text) if m.group(0).lower() not in low),
+                            None)
                 if word is not None:
                     return quote, f"{p.pid} data states {word!r} (tool output), against the viewer's {k.name}"
-        hit = _forbidden(said + " " + zh_needs(said), p) or _budget(said, reply, p) or _delivery(said, p) or _size(said, reply, guides.get(p.pid))
+        hit = _forbidden(said + " " + zh_needs(said), p) or _budget(said, reply, p) or _delivery(said, p) \
+            or _size(said, reply, guides.get(p.pid))
         if hit is not None:
             return quote, hit
     return None
@@ -156,7 +164,8 @@ def _delivery(said: str, p: ProductData) -> str | None:
         return f"{p.pid} express_available false (get_shipping_info), against the viewer's need for express"
     m = _DEADLINE.search(said)
     days = p.fields.get("delivery_days", "")
-    if m and (r := re.fullmatch(r"(\d+)-(\d+)", days)) and int(r.group(2)) > int(next(g for g in m.groups() if g)):
+    r = re.fullmatch(r"(\d+)-(\d+)", days)
+    if m and r and int(r.group(2)) > int(next(g for g in m.groups() if g)):
         return f"{p.pid} delivery_days {days} (get_shipping_info), longer than the viewer's deadline"
     return None
 

@@ -12,11 +12,10 @@
 
 from __future__ import annotations
 
+import itertools
 import re
-from functools import lru_cache
 from collections.abc import Iterable, Mapping
-
-from hatkit.judge.patterns import FastPattern
+from functools import lru_cache
 
 from ._fields import ProductData
 
@@ -27,11 +26,13 @@ _UNIT: dict[str, tuple[str, float]] = {
     "ft": ("length", 304.8), "feet": ("length", 304.8), "foot": ("length", 304.8),
     "g": ("mass", 1), "克": ("mass", 1), "kg": ("mass", 1000), "公斤": ("mass", 1000), "千克": ("mass", 1000),
     "kilo": ("mass", 1000), "kilos": ("mass", 1000), "斤": ("mass", 500), "lb": ("mass", 453.592),
-    "lbs": ("mass", 453.592), "pound": ("mass", 453.592), "pounds": ("mass", 453.592), "磅": ("mass", 453.592),
+    "lbs": ("mass", 453.592), "pound": ("mass", 453.592), "pounds": ("mass", 453.592),
+    "磅": ("mass", 453.592),
     "oz": ("mass", 28.3495), "ounce": ("mass", 28.3495), "ounces": ("mass", 28.3495),
     "ml": ("volume", 1), "毫升": ("volume", 1), "l": ("volume", 1000), "litre": ("volume", 1000),
     "liter": ("volume", 1000), "litres": ("volume", 1000), "liters": ("volume", 1000), "升": ("volume", 1000),
-    "fl oz": ("volume", 29.5735), "液量盎司": ("volume", 29.5735), "盎司": ("mass", 28.3495), "fl. oz": ("volume", 29.5735), "qt": ("volume", 946.353),
+    "fl oz": ("volume", 29.5735), "液量盎司": ("volume", 29.5735), "盎司": ("mass", 28.3495),
+    "fl. oz": ("volume", 29.5735), "qt": ("volume", 946.353),
     "quart": ("volume", 946.353), "quarts": ("volume", 946.353), "夸脱": ("volume", 946.353),
     "c": ("temp", 1), "°c": ("temp", 1), "℃": ("temp", 1), "摄氏度": ("temp", 1),
     "f": ("temp", -1), "°f": ("temp", -1), "℉": ("temp", -1), "华氏度": ("temp", -1),
@@ -39,12 +40,14 @@ _UNIT: dict[str, tuple[str, float]] = {
 """Unit -> (kind, factor to the kind's base unit); temperature's -1 marks Fahrenheit."""
 _UNITS = "|".join(re.escape(u) for u in sorted(_UNIT, key=len, reverse=True))
 _NUM = r"\d+(?:,\d{3})*(?:\.\d+)?"
-_QTY = re.compile(r"(?<![A-Za-z0-9_.])(" + _NUM + r")(?:\s?(?:x|×|by)\s?(" + _NUM + r"))?(?:\s?(?:x|×)\s?(" + _NUM
+_QTY = re.compile(r"(?<![A-Za-z0-9_.])(" + _NUM + r")(?:\s?(?:x|×|by)\s?(" + _NUM + r"))?"
+                  r"(?:\s?(?:x|×)\s?(" + _NUM
                   + r"))?\s?(" + _UNITS + r")(?![A-Za-z])", re.I)
 _NOT_INCH = re.compile(r"\s+(?!is\b|chest|waist|long|wide|tall|high)[A-Za-z]")
 """After "3 in", a word ("in stock", "in Black"): the "in" is no inch."""
 _GAP = re.compile(r"^[^.!?;。！？；\d]{0,30}$")
-_CUE = re.compile(r"≈|~|=|\(|（|\b(?:about|around|roughly|approx\w*|nearly|almost|just (?:over|under)|or|i\.e\.|"
+_CUE = re.compile(r"≈|~|=|\(|（|"
+                  r"\b(?:about|around|roughly|approx\w*|nearly|almost|just (?:over|under)|or|i\.e\.|"
                   r"so|which is|that's|is|equals?)\b|差不多|大约|约|大概|相当于|合|也就是|即|左右", re.I)
 """What joins a quantity to the same amount in another unit ("50 ml (about 1.7 fl oz)")."""
 _WORDNUM = {"one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -57,7 +60,8 @@ _WORD_QTY = re.compile(r"\b(a|an|one|two|three|four|five|six|seven|eight|nine|te
                        + r"(s|es)?\b", re.I)
 _ZH_QTY = re.compile(r"([一二两三四五六七八九十]+)(斤|公斤|千克|升)(半)?|半(斤|公斤)")
 
-_EACH_AFTER = re.compile(r"\s*(?:each|apiece|per (?!pack)\w+|a (?:bar|bottle|piece|sheet|block|pack)\b)", re.I)
+_EACH_AFTER = re.compile(r"\s*(?:each|apiece|per (?!pack)\w+|a (?:bar|bottle|piece|sheet|block|pack)\b)",
+                         re.I)
 _EACH_BEFORE = re.compile(r"(?:每(?!天|次|日|周)\S?|一(?:块|片|瓶|根|包|袋))\s*$")
 _TOTAL_AFTER = re.compile(r"\s*(?:total|in (?:all|total)|altogether|combined)\b", re.I)
 _TOTAL_BEFORE = re.compile(r"(?:一共|总共|整盒|合计|total(?: of)?|in total,?)\s*$", re.I)
@@ -97,17 +101,20 @@ def _base(v: float, unit: tuple[str, float]) -> float:
 def _slack(raw: str, unit: tuple[str, float]) -> float:
     """Half the last digit written, in base units ("11 lb": 0.5 lb)."""
     places = len(raw.split(".")[1]) if "." in raw else 0
-    half = 0.5 * 10 ** -places
-    return half * (5 / 9 if unit[0] == "temp" and unit[1] < 0 else abs(unit[1]) if unit[0] != "temp" else 1)
+    half: float = 0.5 / 10 ** places
+    if unit[0] == "temp":
+        return half * (5 / 9 if unit[1] < 0 else 1)
+    return half * abs(unit[1])
 
 
 def conversions(reply: str) -> list[tuple[re.Match[str], re.Match[str], bool]]:
     """(quantity, the same amount in another unit, whether the two agree) for each conversion of
     `reply` (a quantity converted once: "50 ml (1.7 fl oz) and 100 ml" pairs 50 ml only)."""
     text = _words_to_digits(reply)
-    found = [m for m in _QTY.finditer(text) if not (m.group(4).lower() == "in" and _NOT_INCH.match(text, m.end()))]
+    found = [m for m in _QTY.finditer(text)
+             if not (m.group(4).lower() == "in" and _NOT_INCH.match(text, m.end()))]
     out: list[tuple[re.Match[str], re.Match[str], bool]] = []
-    for a, b in zip(found, found[1:], strict=False):
+    for a, b in itertools.pairwise(found):
         ua, ub = _UNIT[a.group(4).lower()], _UNIT[b.group(4).lower()]
         gap = text[a.end():b.start()]
         if ua[0] != ub[0] or ua[1] == ub[1] or not _GAP.match(gap) or not _CUE.search(gap) or (

@@ -207,7 +207,8 @@ class _DetailChecks(_RunBase):
     def _converted(self, reply: str, pos: int) -> bool:
         """The number at `pos` is a source's value converted to another unit ("50 inches" for 127 cm),
         or a right conversion of the quantity before it ("260 C, about 500 F": see _conversions)."""
-        if (n := _NUMBER_AT.match(reply, pos)) and float(n.group(0).replace(",", "")) in converted_values(reply):
+        n = _NUMBER_AT.match(reply, pos)
+        if n and float(n.group(0).replace(",", "")) in converted_values(reply):
             return True
         said = next(((v, u) for m, v, u in quantities(reply) if m.start() == pos), None)
         return said is not None and said[1] is not None and said[1][0] != "count" \

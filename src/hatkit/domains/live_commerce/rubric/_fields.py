@@ -20,13 +20,15 @@ from typing import Any
 from hatkit.agent.trace import ToolRecord, ok_record
 
 from ._names import _ZH_KINDS
-from ._quantities import Quantity, source_quantities, text_quantities
+from ._quantities import source_quantities, text_quantities
 from .claims import Lexicon, cents
 
 _DATA_CLAUSE = re.compile(r"[^.;,()]+")
-_DATA_NEG = re.compile(r"\b(?:no|not|never|without|non|free of|don't|do not|cannot|can't|won't)\b|-free\b", re.I)
+_DATA_NEG = re.compile(r"\b(?:no|not|never|without|non|free of|don't|do not|cannot|can't|won't)\b|-free\b",
+                       re.I)
 _SEGMENT = re.compile(r"[^.!?;。！？；\n]+(?:\.\d[^.!?;。！？；\n]*)*")
-_SPLIT = re.compile(r",\s|，|:\s|：|\s[-–—]\s|\b(?:while|whereas|but|vs\.?|versus|against|compared (?:to|with)|"
+_SPLIT = re.compile(r",\s|，|:\s|：|\s[-–—]\s|"
+                    r"\b(?:while|whereas|but|vs\.?|versus|against|compared (?:to|with)|"
                     r"and the|then the|or the)\b|而|但是?|相比|对比")
 _WORDS = re.compile(r"[a-z][a-z0-9]+|\d+k\b")
 _STOP = frozenset({"and", "the", "for", "with", "pack", "set", "100", "100g"})
@@ -35,6 +37,10 @@ _SKIP_KEYS = frozenset({"product_id", "name", "brand", "category", "compliance_n
                         "express_fee", "express_available", "conditions", "variants", "total_in_stock",
                         "promotions", "coupons", "size_guide"})
 """Keys that are no attribute of the product to compare (text, rules, stock, promotions)."""
+
+
+Quantity = tuple[float, tuple[str, float] | None]
+"""(value, (unit class, factor)); None: the source gave no unit."""
 
 
 @dataclass
@@ -140,8 +146,8 @@ def episode_products(records: Iterable[ToolRecord], lex: Lexicon) -> dict[str, P
         d = out.get(pid)
         if d is None:
             d = out[pid] = ProductData(pid, p.name)
-            d.positive = " | ".join(c for t in (p.name, p.description) for c in _DATA_CLAUSE.findall(t.lower())
-                                    if not _DATA_NEG.search(c))
+            d.positive = " | ".join(c for t in (p.name, p.description)
+                                    for c in _DATA_CLAUSE.findall(t.lower()) if not _DATA_NEG.search(c))
         d.add(o)
     return out
 
@@ -159,13 +165,13 @@ def handles(names: Mapping[str, str], texts: Mapping[str, str] | None = None) ->
         own = sorted(ws - named - said, key=len, reverse=True)
         acronyms = {w.lower() for w in re.findall(r"\b[A-Z]{2,}\b", names[pid])}  # "ANC": a feature too
         own = [w for w in own if w not in acronyms] or own
-        weak = sorted((ws - named) & said, key=len, reverse=True)  # "Classic" in the other's "than our Classic"
+        weak = sorted((ws - named) & said, key=len, reverse=True)  # "Classic" in "than our Classic"
         zh = [z for z, en in _ZH_KINDS.items()
               if any(e in names[pid].lower() for e in en)
               and not any(e in names[q].lower() for q in names if q != pid for e in en)]
         alts = [r"(?<![a-z0-9])" + re.escape(w) + r"(?![a-z0-9])" for w in own] + [re.escape(z) for z in zh]
-        alts += [r"(?:(?<![A-Za-z0-9])(?-i:" + re.escape(w[0].upper()) + r")|(?<=\bthe )" + re.escape(w[0]) + r")"
-                 + re.escape(w[1:]) + r"(?![a-z0-9])" for w in weak]
+        alts += [r"(?:(?<![A-Za-z0-9])(?-i:" + re.escape(w[0].upper()) + r")|(?<=\bthe )" + re.escape(w[0])
+                 + r")" + re.escape(w[1:]) + r"(?![a-z0-9])" for w in weak]
         if alts:
             out[pid] = re.compile("|".join(alts), re.I)
     return out
@@ -181,7 +187,8 @@ def bound_segments(reply: str, names: Mapping[str, str], texts: Mapping[str, str
     out: list[tuple[int, int, str]] = []
     for sent in _SEGMENT.finditer(reply):
         current = ""
-        cuts = [sent.start()] + [m.start() for m in _SPLIT.finditer(reply, sent.start(), sent.end())] + [sent.end()]
+        inner = [m.start() for m in _SPLIT.finditer(reply, sent.start(), sent.end())]
+        cuts = [sent.start(), *inner, sent.end()]
         for s, e in itertools.pairwise(cuts):
             seg = reply[s:e]
             named = sorted((m.start() + s, pid) for pid, p in pats.items() for m in p.finditer(seg))

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from hatkit.agent.trace import ToolRecord
 
-from ._episode import _Turn
-from ._fields import ProductData, episode_products
-from ._run import _RunBase
 from ._availability import checked_variants, misstated_stock
 from ._constraints import ignored_constraint
 from ._conversions import wrong_conversion, wrong_pack
+from ._episode import _Turn
+from ._fields import ProductData, episode_products
+from ._run import _RunBase
 from ._swapped import swapped_values
 
 

@@ -56,7 +56,8 @@ def swapped_values(reply: str, data: Mapping[str, ProductData]) -> tuple[str, st
     """(the value as said, why) for the first value given to a product that is another's."""
     if len(data) < 2:
         return None
-    segs = bound_segments(reply, {pid: d.name for pid, d in data.items()}, {pid: d.text() for pid, d in data.items()})
+    segs = bound_segments(reply, {pid: d.name for pid, d in data.items()},
+                          {pid: d.text() for pid, d in data.items()})
     for s, e, pid in segs:
         seg, p = reply[s:e], data[pid]
         others = [q for q in data.values() if q.pid != pid]
