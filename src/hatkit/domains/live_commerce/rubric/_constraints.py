@@ -33,7 +33,8 @@ class Kind:
 
 
 def _kind(name: str, asked: str, breaks: str) -> Kind:
-    return Kind(name, FastPattern(asked), re.compile(r"(?<!no )(?<!un)(?:" + breaks + r")(?![- ]free)", re.I))
+    return Kind(name, FastPattern(asked),
+                re.compile(r"(?<!no )(?<!un)(?:" + breaks + r")(?![- ]free|:)", re.I))
 
 
 _ALLERGIC = r"(?:[- ]?allerg\w*|[- ]?free|[- ]?intoleran\w*)"
@@ -59,7 +60,7 @@ KINDS: tuple[Kind, ...] = (
           r"fragrance|scent(?:s|ed)?\b|perfume|parfum"),
     _kind("no caffeine", r"caffeine[- ]free|(?:no|without|avoid|zero) caffeine|decaf|"
           r"无咖啡因|不含咖啡因|不要咖啡因",
-          r"caffeine[^|]{0,12}?\d"),
+          r"caffeine: [^|]{0,12}?\d"),
 )
 """Constraint kinds decided by the words of a product's fields (allergens, ingredients, materials,
 fragrance, caffeine); `breaks` never matches a negated form ("fragrance-free", "no milk")."""
@@ -82,6 +83,8 @@ _PLAIN = frozenset({"would", "which", "there", "thing", "something", "looking", 
                     "okay", "still", "buy", "get", "pick", "choose", "recommend", "safe", "fine",
                     "please", "thanks", "help", "know", "able", "gonna", "wanna"})
 """Viewer words that state no need of their own."""
+_DENIES = re.compile(r"\b(?:not|never|cannot|can't|don't|do not|won't)\b")
+"""A data clause that denies a use ("do not claim it can charge laptops"); "fragrance-free" denies none."""
 _BUDGET = re.compile(r"(?:under|below|less than|max(?:imum)?|up to|within|no more than|budget(?: is| of)?:?|"
                      r"预算)\s*(?:\$|usd\s?)?\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*(?:刀|美元|美金|块|元|dollars?)?\s*"
                      r"(?:以内|以下|之内)", re.I)
@@ -100,15 +103,16 @@ _RANGE = re.compile(r"(\d{2,3})(?:\s?-\s?(\d{2,3}))?\s?cm")
 
 def _fit_sites(reply: str) -> list[int]:
     """Where the reply says the product fits (none when it declines or cautions)."""
-    if _DECLINE_OPEN.match(reply) or _CAUTION.search(reply):
+    sites = [m.start() for m in _FIT.finditer(reply)]
+    if not sites or _DECLINE_OPEN.match(reply) or _CAUTION.search(reply):
         return []
-    return [m.start() for m in _FIT.finditer(reply) if not NEGATION.search(clause_before(reply, m.start()))]
+    return [at for at in sites if not NEGATION.search(clause_before(reply, at))]
 
 
 def _fitted(reply: str, data: Mapping[str, ProductData], sites: list[int]) -> list[ProductData]:
     """The products the fit statements are about: the one bound to each statement's segment,
     else the only product of the episode."""
-    segs = bound_segments(reply, {p: d.name for p, d in data.items()}, {p: d.text() for p, d in data.items()})
+    segs = bound_segments(reply, data)
     out: list[ProductData] = []
     for at in sites:
         pid = next((p for s, e, p in segs if s <= at < e), None)
@@ -125,13 +129,13 @@ def ignored_constraint(users: list[str], reply: str, data: Mapping[str, ProductD
     constraint the viewer stated and the product's tool output breaks it."""
     if not data:
         return None
-    said = digits_for_words(" ".join(users))
     sites = _fit_sites(reply)
     if not sites:
         return None
+    said = digits_for_words(" ".join(users))
     quote, low = reply[sites[0]:sites[0] + 40], reply.lower()
     for p in _fitted(reply, data, sites):
-        text = " | ".join(v for k, v in p.fields.items() if k not in ("options",)) + " | " + p.positive
+        text = " | ".join(f"{k}: {v}" for k, v in p.fields.items() if k != "options") + " | " + p.positive
         for k in KINDS:
             if k.asked.search(said):
                 word = next((m.group(0) for m in k.breaks.finditer(text) if m.group(0).lower() not in low),
@@ -202,10 +206,11 @@ def _forbidden(said: str, p: ProductData) -> str | None:
     only in a negated clause ("do not claim it can charge laptops", "not ... climbed")."""
     name = {_stem(w) for w in _VIEWER_WORD.findall(p.name.lower())}
     pos = {_stem(w) for w in _VIEWER_WORD.findall(p.positive)} | name
-    neg = {_stem(w): w for w in _VIEWER_WORD.findall(p.negative)}
+    denied = " | ".join(c for c in p.negative.split(" | ") if _DENIES.search(c))
+    neg = {_stem(w): w for w in _VIEWER_WORD.findall(denied)}
     for w in _VIEWER_WORD.findall(said.lower()):
         st = _stem(w)
         if w not in _PLAIN and st in neg and st not in pos:
-            clause = next((c for c in p.negative.split(" | ") if st in c), "")
+            clause = next((c for c in denied.split(" | ") if st in c), "")
             return f"{p.pid} data: {clause.strip()!r} (tool output), against the viewer's {w!r}"
     return None

@@ -58,6 +58,7 @@ _HALF_AFTER = re.compile(r"\b(a|an|one|two|three|four|five)\s" + _EN_UNIT_WORD +
 _HALF_BEFORE = re.compile(r"\bhalf\san?\s" + _EN_UNIT_WORD + r"\b", re.I)
 _WORD_QTY = re.compile(r"\b(a|an|one|two|three|four|five|six|seven|eight|nine|ten)\s" + _EN_UNIT_WORD
                        + r"(s|es)?\b", re.I)
+_ANY_WORD_UNIT = re.compile(r"\b(?:half|" + _EN_UNIT_WORD[1:-1] + r")", re.I)
 _ZH_QTY = re.compile(r"([一二两三四五六七八九十]+)(斤|公斤|千克|升)(半)?|半(斤|公斤)")
 
 _EACH_AFTER = re.compile(r"\s*(?:each|apiece|per (?!pack)\w+|a (?:bar|bottle|piece|sheet|block|pack)\b)",
@@ -75,6 +76,8 @@ _CLAUSE = re.compile(r"[^.!?;。！？；，,]+(?:\.\d[^.!?;。！？；，,]*)*
 
 def _words_to_digits(text: str) -> str:
     """Number words before units as digits ("a pound and a half" 1.5 pound, "四斤半" 4.5斤)."""
+    if text.isascii() and not _ANY_WORD_UNIT.search(text):
+        return text
     text = _HALF_AFTER.sub(lambda m: f"{_WORDNUM[m.group(1).lower()] + 0.5:g} {m.group(2)}", text)
     text = _HALF_BEFORE.sub(lambda m: f"0.5 {m.group(1)}", text)
     text = _WORD_QTY.sub(lambda m: f"{_WORDNUM[m.group(1).lower()]} {m.group(2)}{m.group(3) or ''}", text)
@@ -174,9 +177,12 @@ def _packs(p: ProductData) -> tuple[list[tuple[int, float, str]], dict[str, int]
 def wrong_pack(reply: str, products: Iterable[ProductData]) -> tuple[str, str] | None:
     """(what the reply says, the pack's contents) for an "each" amount that is the pack's total,
     a "total" that is one item's, or a count of items the pack does not hold."""
-    text = _words_to_digits(reply)
+    text = ""
     for p in products:
-        packs, parts = _packs(p)
+        packs, parts = p.memo.get("packs") or p.memo.setdefault("packs", _packs(p))
+        if not packs and not parts:
+            continue
+        text = text or _words_to_digits(reply)
         for c in _CLAUSE.finditer(text):
             clause = c.group(0)
             for m in _QTY.finditer(clause):

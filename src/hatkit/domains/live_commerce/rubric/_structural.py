@@ -20,14 +20,16 @@ from ._swapped import swapped_values
 
 class _StructuralChecks(_RunBase):
     _records_so_far: list[ToolRecord]
+    _data: dict[str, ProductData]
+    """The episode's product data so far (each turn adds its own tool outputs)."""
 
     def _structural(self, turn: _Turn) -> None:
         if not hasattr(self, "_records_so_far"):
-            self._records_so_far = []
+            self._records_so_far, self._data = [], {}
         self._records_so_far += turn.records
+        data = episode_products(turn.records, self.lex, self._data)
         if not turn.reply or not self._records_so_far:
             return
-        data: dict[str, ProductData] = episode_products(self._records_so_far, self.lex)
         if (hit := swapped_values(turn.reply, data)) is not None:
             self.acc(hit[0], False, hit[1], "rubric:attribute_grounding")
         if (hit := ignored_constraint(self._users, turn.reply, data, self.scope.guides)) is not None:

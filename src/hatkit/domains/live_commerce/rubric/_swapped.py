@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from hatkit.judge.patterns import FastPattern
 
@@ -32,7 +33,8 @@ _RANGE = re.compile(r"(?<![\d.])(\d+)\s?[-–~到至]\s?(\d+)(?![\d.])")
 _NUM = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d.])")
 
 
-def _atoms(value: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _atoms(value: str) -> frozenset[str]:
     """The words of a field value that can be said on their own ("medium-firm", "chicago", "ipx5")."""
     out = set()
     for a in _ATOM_SPLIT.split(value):
@@ -41,7 +43,7 @@ def _atoms(value: str) -> set[str]:
             out.add(a)
             if a.startswith(("up to ", "about ")):
                 out.discard(a)
-    return out
+    return frozenset(out)
 
 
 def _said(atom: str, seg: str) -> re.Match[str] | None:
@@ -56,19 +58,27 @@ def swapped_values(reply: str, data: Mapping[str, ProductData]) -> tuple[str, st
     """(the value as said, why) for the first value given to a product that is another's."""
     if len(data) < 2:
         return None
-    segs = bound_segments(reply, {pid: d.name for pid, d in data.items()},
-                          {pid: d.text() for pid, d in data.items()})
+    rich = sum(bool(d.fields) for d in data.values()) >= 2
+    money = sum(bool(d.prices) for d in data.values()) >= 2 and bool(money_values(reply))
+    if not rich and not money:  # one product's fields, or a search's prices and no amount said
+        return None
+    segs = bound_segments(reply, data)
     for s, e, pid in segs:
         seg, p = reply[s:e], data[pid]
         others = [q for q in data.values() if q.pid != pid]
-        hit = _quantity(seg, p, others) or _money(seg, p, others) or _word(seg, p, others) \
-            or _rating(seg, p, others) or _keyed(seg, p, others)
+        hit = _money(seg, p, others) if money else None
+        if rich and hit is None:
+            others = [q for q in others if q.fields]
+            hit = _quantity(seg, p, others) or _word(seg, p, others) or _rating(seg, p, others) \
+                or _keyed(seg, p, others)
         if hit is not None:
             return hit
     return None
 
 
 def _quantity(seg: str, p: ProductData, others: list[ProductData]) -> tuple[str, str] | None:
+    if not any(c.isdigit() for c in seg):
+        return None
     for m, v, u in quantities(seg):
         if u is not None and u[0] == "count" and v >= 10:  # "350,000 SHU": the same number and word
             word = (m.group(2) or "").lower()
@@ -110,7 +120,7 @@ def _word(seg: str, p: ProductData, others: list[ProductData]) -> tuple[str, str
         for key in q.fields.keys() & p.fields.keys():
             mine = _atoms(p.fields[key])
             for atom in sorted(_atoms(q.fields[key]) - mine, key=len, reverse=True):
-                m = _said(atom, low)
+                m = _said(atom, low) if atom in low else None
                 if m is not None and not NEGATION.search(low[:m.start()]) and not _in_positive(atom, p):
                     return seg[m.start():m.end()], (f"{p.pid} {key}: {p.fields[key]} (tool output); "
                                                     f"{atom} is {q.pid}'s {key}")
@@ -148,11 +158,15 @@ def _keyed(seg: str, p: ProductData, others: list[ProductData]) -> tuple[str, st
     """A bare number after a field's name ("pH 5.5"), or a range ("2-5 days" for delivery_days),
     that is another product's value of a field P has too."""
     low = seg.lower()
+    if not any(c.isdigit() for c in low):
+        return None
+    ranges = [f"{a}-{b}" for a, b in _RANGE.findall(low)]
     for q in others:
         for key in q.fields.keys() & p.fields.keys():
-            k = re.search(r"(?<![a-z])" + re.escape(key.replace("_", " ")) + r"(?![a-z])", low)
-            nums = _NUM.findall(low[k.end():k.end() + 12]) if k else []
-            nums = nums[:1] + [f"{a}-{b}" for a, b in _RANGE.findall(low)]
+            name = key.replace("_", " ")
+            k = re.search(r"(?<![a-z])" + re.escape(name) + r"(?![a-z])", low) if name in low else None
+            nums = _NUM.findall(low[k.end():k.end() + 12])[:1] if k else []
+            nums += ranges
             for n in nums:
                 val = n.replace(" ", "")
                 if re.search(r"(?<![\d.])" + re.escape(val) + r"(?![\d.])", q.fields[key]) and not re.search(
