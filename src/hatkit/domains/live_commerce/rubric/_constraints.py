@@ -205,7 +205,8 @@ def _forbidden(said: str, p: ProductData) -> str | None:
     """A need of the viewer's ("charge my laptop", "climb", "mild") that the product's data names
     only in a negated clause ("do not claim it can charge laptops", "not ... climbed")."""
     name = {_stem(w) for w in _VIEWER_WORD.findall(p.name.lower())}
-    pos = {_stem(w) for w in _VIEWER_WORD.findall(p.positive)} | name
+    specs = " ".join(k for k in p.fields if "_" not in k)  # "battery" names what the data states
+    pos = {_stem(w) for w in _VIEWER_WORD.findall(p.positive + " " + specs)} | name
     denied = " | ".join(c for c in p.negative.split(" | ") if _DENIES.search(c))
     neg = {_stem(w): w for w in _VIEWER_WORD.findall(denied)}
     for w in _VIEWER_WORD.findall(said.lower()):
