@@ -27,7 +27,7 @@ _PLENTY = FastPattern(r"\bplenty\b|\blots\b|\bloads\b|\bwell[- ]stocked\b|\bno r
 _IN = FastPattern(r"\bin stock\b|\bavailable\b|\bready (?:to (?:ship|go)|for you)\b|\bgood to go\b|"
                   r"\b(?:is|are|'s) there for you\b|\bon hand\b|\bleft\b|\bstill (?:some|have|got)\b|"
                   r"\bcomes? in (?:both|all|every)\b[^.;]{0,20}\b(?:right now|today|now)\b|\bin for\b|"
-                  r"有货|现货|还有|有的|可以(?:直接)?下单|直接下单|能拍")
+                  r"有货|现货|还有(?=\s?\d|货|的|库存)|可以(?:直接)?下单|直接下单|能拍")
 _COUNT = re.compile(r"(?<![\d.$])(\d{1,4})\s?(\+|多)?\s?"
                     r"(?:bottles?|units?|pairs?|pieces?|left|on hand|in stock|"
                     r"双|件|个|台|瓶|袋|盒|套|支)", re.I)

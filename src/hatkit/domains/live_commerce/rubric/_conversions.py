@@ -71,6 +71,8 @@ _PACK = re.compile(r"(\d+)\s?(?:x|×)\s?(\d+(?:\.\d+)?)\s?(g|ml|kg|l)\b")
 _PART = re.compile(r"(\d+)\s+([a-z][a-z ]*?)(?=,|\)|$)")
 _COUNTED = re.compile(r"(?<![\w.])(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
                       r"dozen)\s+((?:[a-z]+\s){0,2}[a-z]+)", re.I)
+_NOT_NOUN = frozenset({"per", "each", "a", "an", "the", "of", "for", "in", "x", "by", "with", "to", "or",
+                       "and", "at", "on", "is", "are", "left", "more", "extra"})
 _CLAUSE = re.compile(r"[^.!?;。！？；，,]+(?:\.\d[^.!?;。！？；，,]*)*")
 
 
@@ -208,8 +210,8 @@ def _counted(clause: str, p: ProductData, parts: Mapping[str, int], packs: list[
     kind = {w.rstrip("s") for w in re.findall(r"[a-z]{3,}", p.name.lower())} - {"pack", "set"}
     for m in _COUNTED.finditer(clause):
         raw, words = m.group(1).lower(), [w.rstrip("s") for w in m.group(2).lower().split()]
-        if words[0] in _UNIT or words[0] + "s" in _UNIT:
-            continue  # "8 L": an amount, not a count
+        if words[0] in _UNIT or words[0] + "s" in _UNIT or words[0] in _NOT_NOUN:
+            continue  # "8 L": an amount; "2 per cube": a rate, not a count
         k = int(raw) if raw.isdigit() else _WORDNUM[raw]
         part = next((name for name in parts if name and name.split()[0].rstrip("s") in words), None)
         if part is not None:
