@@ -82,7 +82,10 @@ _PLAIN = frozenset({"would", "which", "there", "thing", "something", "looking", 
                     "more", "some", "than", "then", "those", "these", "into", "over", "only", "other",
                     "okay", "still", "buy", "get", "pick", "choose", "recommend", "safe", "fine",
                     "please", "thanks", "help", "know", "able", "gonna", "wanna"})
-"""Viewer words that state no need of their own."""
+_PLAIN |= frozenset({"without", "along", "after", "before", "through", "because", "since", "though",
+                     "whether", "every", "while", "already", "maybe", "around", "enough", "being", "doing", "going",
+                     "getting", "having", "into", "onto", "upon", "very", "much", "even", "ever"})
+"""Viewer words that state no need of their own (function words, asking words)."""
 _DENIES = re.compile(r"\b(?:not|never|cannot|can't|don't|do not|won't)\b")
 """A data clause that denies a use ("do not claim it can charge laptops"); "fragrance-free" denies none."""
 _BUDGET = re.compile(r"(?:under|below|less than|max(?:imum)?|up to|within|no more than|budget(?: is| of)?:?|"
