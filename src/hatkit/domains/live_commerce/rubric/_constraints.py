@@ -83,8 +83,8 @@ _PLAIN = frozenset({"would", "which", "there", "thing", "something", "looking", 
                     "okay", "still", "buy", "get", "pick", "choose", "recommend", "safe", "fine",
                     "please", "thanks", "help", "know", "able", "gonna", "wanna"})
 _PLAIN |= frozenset({"without", "along", "after", "before", "through", "because", "since", "though",
-                     "whether", "every", "while", "already", "maybe", "around", "enough", "being", "doing", "going",
-                     "getting", "having", "into", "onto", "upon", "very", "much", "even", "ever"})
+                     "whether", "every", "while", "already", "maybe", "around", "enough", "being", "doing",
+                     "going", "getting", "having", "into", "onto", "upon", "very", "much", "even", "ever"})
 """Viewer words that state no need of their own (function words, asking words)."""
 _DENIES = re.compile(r"\b(?:not|never|cannot|can't|don't|do not|won't)\b")
 """A data clause that denies a use ("do not claim it can charge laptops"); "fragrance-free" denies none."""
