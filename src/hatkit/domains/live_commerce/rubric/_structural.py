@@ -1,8 +1,10 @@
 """Structural grounding: values bound to the product, variant or constraint they are given for.
 
 One mixin runs the round-4 checks over each turn, all reading the episode's tool outputs as
-fields (`_fields`): swapped attributes (`_swapped`). Each failure is accuracy evidence that
-names the value said and the tool's value.
+fields (`_fields`, built up turn by turn): swapped attributes (`_swapped`), constraints the
+viewer stated (`_constraints`), conversions and pack contents (`_conversions`) and stock per
+variant (`_availability`). Each failure is accuracy evidence that names the value said and the
+tool's value.
 """
 
 from __future__ import annotations
