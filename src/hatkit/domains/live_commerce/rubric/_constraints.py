@@ -88,11 +88,17 @@ _PLAIN |= frozenset({"without", "along", "after", "before", "through", "because"
 """Viewer words that state no need of their own (function words, asking words)."""
 _DENIES = re.compile(r"\b(?:not|never|cannot|can't|don't|do not|won't)\b")
 """A data clause that denies a use ("do not claim it can charge laptops"); "fragrance-free" denies none."""
-_BUDGET = re.compile(r"(?:under|below|less than|max(?:imum)?|up to|within|no more than|budget(?: is| of)?:?|"
-                     r"预算)\s*(?:\$|usd\s?)?\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*(?:刀|美元|美金|块|元|dollars?)?\s*"
-                     r"(?:以内|以下|之内)", re.I)
+_LIMIT_WORD = r"(?:under|below|less than|max(?:imum)?|up to|within|no more than)"
+_AMOUNT = r"(\d+(?:\.\d+)?)"
+_BUDGET = re.compile(_LIMIT_WORD + r"\s*(?:\$|usd\s?)\s*" + _AMOUNT + "|"
+                     + _LIMIT_WORD + r"\s*" + _AMOUNT + r"\s*(?:dollars?|bucks|usd)\b|"
+                     r"(?:budget(?: is| of)?:?|预算)\s*(?:\$|usd\s?)?\s*" + _AMOUNT + "|"
+                     + _AMOUNT + r"\s*(?:刀|美元|美金|块|元)?\s*(?:以内|以下|之内)", re.I)
+"""A spending limit: an amount with a currency or the word budget ("under $50", "budget 40",
+"20 刀以内"); "under 3 days" or "up to 12 h" is no budget."""
 _ALL_IN = re.compile(r"all[- ]in|incl\w*\.? shipping|with shipping|含运费|加运费|包括运费", re.I)
-_COUNT = re.compile(r"\b([2-9]|two|three|four|five)\s+(?!days?\b)[a-z]+", re.I)
+_COUNT = re.compile(r"\b([2-9]|two|three|four|five)\s+((?:[a-z]+\s){0,2}[a-z]+)", re.I)
+"""A count of items the viewer wants ("2 knit sweaters"): it counts if a word names the product."""
 _WORDNUM = {"two": 2, "three": 3, "four": 4, "five": 5}
 _DEADLINE = re.compile(r"(?:within|in|under)\s+(\d+)\s*(?:business |working )?days?|(\d+)[- ]days? max|"
                        r"(\d+)\s*天(?:之?内|以内)", re.I)
@@ -156,9 +162,10 @@ def _budget(said: str, reply: str, p: ProductData) -> str | None:
     m = _BUDGET.search(said)
     if m is None or p.price is None:
         return None
-    limit = float(m.group(1) or m.group(2))
+    limit = float(next(g for g in m.groups() if g))
+    kind = {_stem(w) for w in _VIEWER_WORD.findall(p.name.lower())}
     n = next((int(c.group(1)) if c.group(1).isdigit() else _WORDNUM[c.group(1).lower()]
-              for c in _COUNT.finditer(said)), 1)
+              for c in _COUNT.finditer(said) if {_stem(w) for w in c.group(2).lower().split()} & kind), 1)
     cost = p.price * n + (p.fee if _ALL_IN.search(said) else 0.0)
     if cost > limit + 0.005:
         parts = f"{n} x ${p.price:.2f}" + (f" + ${p.fee:.2f} shipping" if _ALL_IN.search(said) else "")
