@@ -26,6 +26,7 @@ from typing import Any
 from hatkit.agent.trace import ok_record
 from hatkit.judge.patterns import FastPattern
 
+from ._conversions import converted_values
 from ._episode import _Turn
 from ._features import unfounded_feature
 from ._memo import per_object
@@ -35,6 +36,7 @@ from .claims import NEGATION, Claim, Lexicon, clause_before
 
 _NAME_RUN = re.compile(r"(?<![A-Za-z0-9])[A-Z][a-z]{2,}(?:['’]s)?(?:[ -][A-Z][a-z]+(?:['’]s)?)*"
                        r"(?![A-Za-z0-9])")
+_NUMBER_AT = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _SOURCE_WORD = re.compile(r"[a-z]{3,}")
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december")
@@ -184,7 +186,7 @@ class _DetailChecks(_RunBase):
             return None
         known = self._source_quantities()
         for s, e, v, u in said:
-            if u is not None and not supported(v, u, known):
+            if u is not None and not supported(v, u, known) and v not in converted_values(reply):
                 return reply[s:e].strip(), ("a quantity no tool result, rule or viewer message states "
                                             "in that unit")
         return None
@@ -203,7 +205,11 @@ class _DetailChecks(_RunBase):
         return known
 
     def _converted(self, reply: str, pos: int) -> bool:
-        """The number at `pos` is a source's value converted to another unit ("50 inches" for 127 cm)."""
+        """The number at `pos` is a source's value converted to another unit ("50 inches" for 127 cm),
+        or a right conversion of the quantity before it ("260 C, about 500 F": see _conversions)."""
+        n = _NUMBER_AT.match(reply, pos)
+        if n and float(n.group(0).replace(",", "")) in converted_values(reply):
+            return True
         said = next(((v, u) for m, v, u in quantities(reply) if m.start() == pos), None)
         return said is not None and said[1] is not None and said[1][0] != "count" \
             and supported(said[0], said[1], self._source_quantities())
