@@ -155,16 +155,11 @@ def test_a_split_file_must_assign_every_family_once(tmp_path: Path) -> None:
 
 
 def test_the_shipped_splits_cover_the_frozen_families() -> None:
-    """Rounds 1 and 2 were scored once sealed and are developed on now: all dev; round 3 is
-    all sealed."""
-    convs = load_conversations(HELDOUT)
-    split = load_split(split_file(HELDOUT), convs)
-    assert {split.group(c) for c in convs} == {"dev"}
-    round2 = HELDOUT.with_name("heldout_families_r2.jsonl")
-    convs = load_conversations(round2)
-    split = load_split(split_file(round2), convs)
-    assert {split.group(c) for c in convs} == {"dev"}
-    round3 = HELDOUT.with_name("heldout_families_r3.jsonl")
-    convs = load_conversations(round3)
-    split = load_split(split_file(round3), convs)
-    assert {split.group(c) for c in convs} == {"sealed"}
+    """Rounds 1-3 were scored once sealed and are developed on now: all dev; round 4 is all
+    sealed."""
+    for name, group in [("heldout_families.jsonl", "dev"), ("heldout_families_r2.jsonl", "dev"),
+                        ("heldout_families_r3.jsonl", "dev"), ("heldout_families_r4.jsonl", "sealed")]:
+        path = HELDOUT.with_name(name)
+        convs = load_conversations(path)
+        split = load_split(split_file(path), convs)
+        assert {split.group(c) for c in convs} == {group}, name

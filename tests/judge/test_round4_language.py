@@ -181,3 +181,31 @@ def test_saying_the_data_does_not_hold_it_is_no_over_refusal() -> None:
     assert not any(e.source == "rubric:over_refusal" for e in v.evidence)
     v = _judge("is the knit throw made in Portugal?", "I'd rather not say, sorry!", _THROW)
     assert not any(e.source == "rubric:over_refusal" for e in v.evidence)  # the output holds no origin
+
+
+# ---- what the round-4 checks must leave alone (the simulator's oracle replies) -------------------
+_BAR = shop_call("get_product_details", product_id="FD-005")
+_MATCHA = shop_call("get_product_details", product_id="FD-012")
+
+
+def test_a_follow_up_answered_from_an_earlier_lookup_is_no_stale_answer() -> None:
+    """The price asked in turn 2 came with turn 1's lookup: the reply restates the product's
+    name (which product, not a fact) and answers the new question."""
+    first: Turn = ("how much sugar is in the plant protein bar?", [_BAR],
+                   "Sure! Here's the sugar of the Plant Protein Bar 12-Pack: 9 g per bar.")
+    v = _chat(first, ("and how much is it?", [shop_call("get_promotions", product_id="FD-005")],
+                      "Good one! The Plant Protein Bar 12-Pack is $32.99 right now."))
+    assert passes(v, "effectiveness"), [e for e in v.evidence if not e.ok]
+
+
+def test_declining_an_efficacy_claim_in_chinese_is_no_over_refusal() -> None:
+    """"Does it shrink my belly?" asks for a claim the host must not make: declining it, with a
+    doctor suggested, is the right answer, not a refusal of a fact the lookup holds."""
+    v = _judge("这个抹茶粉对小肚子有效吗？", "Ceremonial Grade Matcha Powder是食品，不是药品，没办法说它对小肚子有效果哦。"
+               "关于小肚子，建议咨询医生。", _MATCHA, locale="zh")
+    assert passes(v, "effectiveness") and passes(v, "accuracy"), [e for e in v.evidence if not e.ok]
+
+
+def test_many_people_is_no_stock_statement() -> None:
+    v = _judge("毯子还有货吗？", "还有95件现货。很多人买来送礼。", _BLANKET_STOCK, locale="zh")
+    assert not any(e.source == "rubric:stock_grounding" and not e.ok for e in v.evidence)

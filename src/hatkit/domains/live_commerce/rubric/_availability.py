@@ -22,8 +22,11 @@ from ._target import _letter_sizes
 
 _CLAUSE = re.compile(r"[^.!?;:,。！？；：，]+(?:\.\d[^.!?;:,。！？；：，]*)*")
 _OUT = FastPattern(r"\bsold out\b|\bout of stock\b|\bnone left\b|卖完|售罄|没货|缺货|断货|无货")
-_PLENTY = FastPattern(r"\bplenty\b|\blots\b|\bloads\b|\bwell[- ]stocked\b|\bno rush\b|\btons\b|"
-                      r"充足|很多|不用抢|来得及|不着急|多得是")
+_PLENTY = FastPattern(r"\bwell[- ]stocked\b|\bno rush\b|充足|不用抢|来得及|不着急|多得是")
+_MANY = FastPattern(r"\bplenty\b|\blots\b|\bloads\b|\btons\b|很多")
+"""Words of a large amount of anything ("lots of people", "很多人"): of stock only where the
+clause speaks of stock (_STOCK)."""
+_STOCK = FastPattern(r"\bstock|\bleft\b|\bon hand\b|\binventory\b|\bunits?\b|库存|货")
 _IN = FastPattern(r"\bin stock\b|\bavailable\b|\bready (?:to (?:ship|go)|for you)\b|\bgood to go\b|"
                   r"\b(?:is|are|'s) there for you\b|\bon hand\b|\bleft\b|\bstill (?:some|have|got)\b|"
                   r"\bcomes? in (?:both|all|every)\b[^.;]{0,20}\b(?:right now|today|now)\b|\bin for\b|"
@@ -128,8 +131,9 @@ def _kind(clause: str) -> tuple[str | None, tuple[int, int] | None]:
         return "in", (1, 1)
     if _FEW.search(clause):
         return "in", (2, 4)
+    many = _MANY.search(clause) if _STOCK.search(clause) else None
     for kind, pat in (("plenty", _PLENTY), ("in", _IN)):
-        if (x := pat.search(clause)) is not None:
+        if (x := (pat.search(clause) if kind == "in" or many is None else many)) is not None:
             if NEGATION.search(clause[:x.start()]):
                 return ("out" if kind == "in" else None), None
             return kind, None

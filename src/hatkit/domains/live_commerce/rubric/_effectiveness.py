@@ -66,7 +66,7 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChe
         parts = self._handed_over(turn, parts)  # "it arrived cracked": ticket T0001 answers it
         # right facts the viewer cannot read, an earlier answer restated, a needless refusal: no answer
         if (self._wrong_language(turn, tag) | self._stale_turn(turn, tag)
-                | self._over_refusal(turn, tag, attempt)):
+                | self._over_refusal(turn, tag, attempt, asked)):
             parts = dict.fromkeys(parts, 0.0)
         for a, score in parts.items():
             self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,

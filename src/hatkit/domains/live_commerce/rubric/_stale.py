@@ -22,6 +22,8 @@ import re
 from hatkit.agent.trace import ok_record
 from hatkit.judge.verdict import Evidence
 
+from ..catalog import Catalog
+from ._absolute import without_product_names
 from ._episode import _Turn
 from ._run import _RunBase
 
@@ -75,10 +77,11 @@ MIN_RESTATED = 3
 """Earlier turns' tokens a stale reply restates (two are often context: a product, a unit)."""
 
 
-def _turn_facts(turn: _Turn) -> tuple[set[str], set[str], set[str]]:
-    """(reply, question, tool outputs) fact tokens of one turn."""
+def _turn_facts(turn: _Turn, catalog: Catalog) -> tuple[set[str], set[str], set[str]]:
+    """(reply, question, tool outputs) fact tokens of one turn; a product's name in the reply is
+    which product it speaks of, not a fact it restates ("Plant Protein Bar 12-Pack")."""
     out = " ".join(json.dumps(r.output, ensure_ascii=False) for r in turn.records if ok_record(r))
-    return facts(turn.raw), facts(turn.user), facts(out)
+    return facts(without_product_names(turn.raw, catalog)), facts(turn.user), facts(out)
 
 
 class _StaleChecks(_RunBase):
@@ -94,12 +97,12 @@ class _StaleChecks(_RunBase):
         past, self._past = self._past, [*self._past, turn]
         if not _ASKS.search(turn.user) or _VERDICT.search(turn.raw):
             return False
-        reply, asked, brought = _turn_facts(turn)
+        reply, asked, brought = _turn_facts(turn, self.lex.catalog)
         said: set[str] = set()
         seen: set[str] = set()
         before: set[str] = set()
         for t in past:
-            r, q, b = _turn_facts(t)
+            r, q, b = _turn_facts(t, self.lex.catalog)
             said |= r
             seen |= b
             before |= q
