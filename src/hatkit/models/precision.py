@@ -12,6 +12,12 @@ rows of its batch, on padding and on whether its prefix was cached, and its gree
 agreed less with fp32 (78% against 90% teacher-forced on SmolLM2). Here each token is scaled
 to [-1, 1] and quantised with fixed parameters, so every token is quantised alone, with 8 bits
 where the CPU has VNNI (7 bits elsewhere: fbgemm's int16 sums could saturate).
+
+One scale per token lets a few outlier channels flatten the rest, so `LocalModel` measures each
+layer's input range on CALIBRATION_TEXT and moves the outliers into the weights (SmoothQuant);
+the output layer, where a close pair among 49k logits decides each greedy token, recomputes its
+best EXACT_TOP logits in fp32 from the weights it keeps anyway (the tied embedding). On the
+cpu-sitting Fixed-SFT checkpoint's 40 live_qa cases: 0.525 -> 0.625 against fp32's 0.675.
 """
 
 from __future__ import annotations
