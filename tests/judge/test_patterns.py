@@ -152,3 +152,19 @@ def test_special_folds_are_every_character_case_folds_to_ascii_unlike_lower() ->
     assert {c for c in folds if not (len(c.lower()) == 1 and c.lower().isascii())} == _SPECIAL_FOLDS
     assert [c for c in others if len(c.lower()) != 1] == ["\u0130"]  # lower() keeps lengths otherwise
     assert FastPattern(r"\bstrasse\b").search("ſtrasse") is not None
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["few-literals", "many-literals"])
+def test_a_hostile_hook_pattern_is_only_ever_text(many: bool, tmp_path: Any) -> None:
+    """The prefilter writes its tests as Python source from a pattern's literals, each quoted by
+    repr; a harness hook's pattern (a program may propose one) is untrusted, so literals that
+    look like code stay strings: nothing runs, and the pattern matches what `re` matches."""
+    marker = tmp_path / "ran"
+    hostile = f"') or __import__('pathlib').Path({str(marker)!r}).touch() or ('"
+    others = [f"word{i}" for i in range(40)] if many else ["b\"\\n'"]
+    source = "|".join(re.escape(x) for x in [hostile, *others])
+    fast, plain = FastPattern(source), re.compile(source, re.I)
+    for text in [f"say {hostile} now", "nothing here", f"and {others[-1]}"]:
+        got, want = fast.search(text), plain.search(text)
+        assert (got and got.group(0)) == (want and want.group(0))
+    assert not marker.exists()
