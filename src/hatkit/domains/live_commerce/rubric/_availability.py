@@ -119,6 +119,14 @@ def misstated_stock(reply: str, user: str, variants: list[Variant]) -> tuple[str
     return None
 
 
+def _plenty(clause: str) -> re.Match[str] | None:
+    """The first word of a large stock in `clause`: one of _PLENTY, or of _MANY where the clause
+    speaks of stock (the leftmost, as one pattern of both would find it)."""
+    hits = [m for m in (_PLENTY.search(clause), _MANY.search(clause) if _STOCK.search(clause) else None)
+            if m is not None]
+    return min(hits, key=lambda m: m.start(), default=None)
+
+
 def _kind(clause: str) -> tuple[str | None, tuple[int, int] | None]:
     """What a clause says of stock: out, plenty or in (with a count range where it gives one)."""
     if (o := _OUT.search(clause)) is not None:
@@ -131,9 +139,8 @@ def _kind(clause: str) -> tuple[str | None, tuple[int, int] | None]:
         return "in", (1, 1)
     if _FEW.search(clause):
         return "in", (2, 4)
-    many = _MANY.search(clause) if _STOCK.search(clause) else None
-    for kind, pat in (("plenty", _PLENTY), ("in", _IN)):
-        if (x := (pat.search(clause) if kind == "in" or many is None else many)) is not None:
+    for kind, search in (("plenty", _plenty), ("in", _IN.search)):
+        if (x := search(clause)) is not None:
             if NEGATION.search(clause[:x.start()]):
                 return ("out" if kind == "in" else None), None
             return kind, None

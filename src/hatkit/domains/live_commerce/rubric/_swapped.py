@@ -76,6 +76,12 @@ def swapped_values(reply: str, data: Mapping[str, ProductData]) -> tuple[str, st
     return None
 
 
+def _shared(mine: Mapping[str, object], theirs: Mapping[str, object]) -> list[str]:
+    """The fields both products have, in the named product's order: a set's order would change
+    with each process's string hashes, and with it the field the evidence names."""
+    return [k for k in mine if k in theirs]
+
+
 def _quantity(seg: str, p: ProductData, others: list[ProductData]) -> tuple[str, str] | None:
     if not any(c.isdigit() for c in seg):
         return None
@@ -83,7 +89,7 @@ def _quantity(seg: str, p: ProductData, others: list[ProductData]) -> tuple[str,
         if u is not None and u[0] == "count" and v >= 10:  # "350,000 SHU": the same number and word
             word = (m.group(2) or "").lower()
             for q in others:
-                for key in q.fields.keys() & p.fields.keys():
+                for key in _shared(p.fields, q.fields):
                     if re.search(_amount(v) + r"\s?" + re.escape(word) + r"\b", q.fields[key]) and not \
                             re.search(_amount(v) + r"\s?" + re.escape(word) + r"\b", p.text()):
                         return m.group(0).strip(), (f"{p.pid} {key}: {p.fields[key]} (tool output); "
@@ -92,7 +98,7 @@ def _quantity(seg: str, p: ProductData, others: list[ProductData]) -> tuple[str,
         if u is None or u[0] in ("count", "percent", "money") or p.has_quantity(v, u):
             continue
         for q in others:
-            for key in q.amounts.keys() & p.amounts.keys():
+            for key in _shared(p.amounts, q.amounts):
                 if any(same_amount(v, u, w, wu) for w, wu in q.amounts[key]):
                     return m.group(0).strip(), (f"{p.pid} {key}: {p.fields[key]} (tool output); "
                                                 f"{m.group(0).strip()} is {q.pid}'s {key}")
@@ -117,9 +123,9 @@ def _word(seg: str, p: ProductData, others: list[ProductData]) -> tuple[str, str
     low = seg.lower()
     zh = [(rx, at) for rx, at, _ in zh_values(seg)]
     for q in others:
-        for key in q.fields.keys() & p.fields.keys():
+        for key in _shared(p.fields, q.fields):
             mine = _atoms(p.fields[key])
-            for atom in sorted(_atoms(q.fields[key]) - mine, key=len, reverse=True):
+            for atom in sorted(_atoms(q.fields[key]) - mine, key=lambda a: (-len(a), a)):
                 m = _said(atom, low) if atom in low else None
                 if m is not None and not NEGATION.search(low[:m.start()]) and not _in_positive(atom, p):
                     return seg[m.start():m.end()], (f"{p.pid} {key}: {p.fields[key]} (tool output); "
@@ -162,7 +168,7 @@ def _keyed(seg: str, p: ProductData, others: list[ProductData]) -> tuple[str, st
         return None
     ranges = [f"{a}-{b}" for a, b in _RANGE.findall(low)]
     for q in others:
-        for key in q.fields.keys() & p.fields.keys():
+        for key in _shared(p.fields, q.fields):
             name = key.replace("_", " ")
             k = re.search(r"(?<![a-z])" + re.escape(name) + r"(?![a-z])", low) if name in low else None
             nums = _NUM.findall(low[k.end():k.end() + 12])[:1] if k else []
