@@ -114,7 +114,8 @@ class LocalModel:
         if speculative == "mtp" and draft_heads is None:
             raise ValueError("speculative='mtp' needs draft_heads (trained with `hatkit train draft`)")
         if precision is not None:
-            model = apply_precision(model, precision, calibration_ids(tokenizer))
+            calibration = calibration_ids(tokenizer) if precision.startswith("int8") else None
+            model = apply_precision(model, precision, calibration)
         self.precision = precision_of(model)
         self.speculative = speculative
         self.num_draft, self.max_ngram, self.min_ngram = num_draft, max_ngram, min_ngram
