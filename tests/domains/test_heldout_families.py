@@ -22,6 +22,7 @@ DEV = FOLDER / "dev_families.jsonl"
 ROUND2 = FOLDER / "heldout_families_r2.jsonl"
 ROUND3 = FOLDER / "heldout_families_r3.jsonl"
 ROUND4 = FOLDER / "heldout_families_r4.jsonl"
+ROUND5 = FOLDER / "heldout_families_r5.jsonl"
 
 
 @pytest.mark.parametrize("path", [FAMILIES, FOOD], ids=["live_commerce", "food_delivery"])
@@ -48,8 +49,9 @@ def test_the_dev_set_matches_the_hash_its_notes_froze() -> None:
 
 
 @pytest.mark.parametrize(("labels", "notes", "clean"), [
-    (ROUND2, "heldout_families_r2.md", 60), (ROUND3, "heldout_families_r3.md", 90)],
-    ids=["round2", "round3"])
+    (ROUND2, "heldout_families_r2.md", 60), (ROUND3, "heldout_families_r3.md", 90),
+    (ROUND4, "heldout_families_r4.md", 90)],
+    ids=["round2", "round3", "round4"])
 def test_a_scored_round_matches_its_hash_and_is_dev_whole(labels: Path, notes: str,
                                                           clean: int) -> None:
     """A round's file measures its round's checks once (every family sealed then); the next
@@ -68,24 +70,24 @@ def test_a_scored_round_matches_its_hash_and_is_dev_whole(labels: Path, notes: s
     assert LC.independent_labels != labels
 
 
-def test_the_round_four_set_matches_its_hash_and_is_sealed_whole() -> None:
-    """Round 4 measures the round-4 checks: frozen by the hash its notes give, every family
-    sealed (none read while the checks were fixed), ten error families new to rounds 1-3,
+def test_the_round_five_set_matches_its_hash_and_is_sealed_whole() -> None:
+    """Round 5 measures what comes after round 4: frozen by the hash its notes give, every
+    family sealed (none read while anything was fixed), ten error families new to rounds 1-4,
     and the newest round is what calibrate uses."""
     from hatkit.domains.live_commerce import DOMAIN as LC
     from hatkit.judge.conversations import load_conversations, load_split, split_file
 
-    assert _matches_its_notes(ROUND4, "heldout_families_r4.md")
-    convs = load_conversations(ROUND4)
-    split = load_split(split_file(ROUND4), convs)
+    assert _matches_its_notes(ROUND5, "heldout_families_r5.md")
+    convs = load_conversations(ROUND5)
+    split = load_split(split_file(ROUND5), convs)
     assert not split.dev and not split.clean_dev_ids
     assert split.sealed == {c.family for c in convs} - {"clean"}
     per = Counter(c.family for c in convs)
     assert len(per) == 11 and min(per.values()) >= 30 and per["clean"] >= 90
-    earlier = {c.family for f in (FAMILIES, DEV, ROUND2, ROUND3) for c in load_conversations(f)}
+    earlier = {c.family for f in (FAMILIES, DEV, ROUND2, ROUND3, ROUND4) for c in load_conversations(f)}
     assert not (split.sealed & earlier)
     assert {(c.family, c.locale) for c in convs} == {(f, loc) for f in per for loc in ("en", "zh")}
-    assert LC.independent_labels == ROUND4
+    assert LC.independent_labels == ROUND5
 
 
 def test_every_family_has_thirty_items_in_both_locales_and_clean_has_sixty() -> None:

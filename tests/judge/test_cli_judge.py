@@ -43,8 +43,8 @@ def test_calibrate_twice_then_report(tmp_path: Path) -> None:
         assert r.exit_code == 0, r.output
     assert "reference labels" in r.output and "unchanged since round 1" in r.output
     # every round also scores the domain's independently written families (leave-one-family-out)
-    # (the newest round, heldout_families_r4.jsonl, every family sealed)
-    assert "independent families" in r.output and "phantom_option" in r.output
+    # (the newest round, heldout_families_r5.jsonl, every family sealed)
+    assert "independent families" in r.output and "restock_promised" in r.output
     rounds = [json.loads(x) for x in log.read_text().splitlines()]
     assert rounds[-1]["families"]["all"]["accuracy"]["n"] == 390
     # the shipped split: sealed families apart, false alarms on the sealed clean conversations

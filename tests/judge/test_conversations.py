@@ -155,10 +155,11 @@ def test_a_split_file_must_assign_every_family_once(tmp_path: Path) -> None:
 
 
 def test_the_shipped_splits_cover_the_frozen_families() -> None:
-    """Rounds 1-3 were scored once sealed and are developed on now: all dev; round 4 is all
+    """Rounds 1-4 were scored once sealed and are developed on now: all dev; round 5 is all
     sealed."""
     for name, group in [("heldout_families.jsonl", "dev"), ("heldout_families_r2.jsonl", "dev"),
-                        ("heldout_families_r3.jsonl", "dev"), ("heldout_families_r4.jsonl", "sealed")]:
+                        ("heldout_families_r3.jsonl", "dev"), ("heldout_families_r4.jsonl", "dev"),
+                        ("heldout_families_r5.jsonl", "sealed")]:
         path = HELDOUT.with_name(name)
         convs = load_conversations(path)
         split = load_split(split_file(path), convs)
