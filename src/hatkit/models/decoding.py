@@ -12,7 +12,9 @@ step appends one token per live row, and a boolean mask lets each token see the 
 own row only (positions are per row). A step therefore reads the prefix's KV cache once, not
 once per row (at batch 8 the per-row copies of a 1,500-token prefix were more bytes than the
 fp32 weights), rows need no padding, and a finished row costs nothing to drop. Attention runs
-through `_packed_sdpa` (grouped-query heads folded into the query, so K/V are never repeated).
+through `_packed_sdpa` (grouped-query heads folded into the query, so K/V are never repeated);
+for a Llama-family model a decode step runs `lean_step.decode_step`, the same arithmetic without
+transformers' per-call machinery (bit-identical logits, tested).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from .lean_step import decode_step
+from .lean_step import supports as lean_supports
 from .speculative import SpecStats, prompt_lookup_draft
 
 OnToken = Callable[[int, int], None]
@@ -100,6 +104,7 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
     started = time.perf_counter()
     ttft = 0.0
     window = _Window(prefix_len)
+    lean = lean_supports(model)
     with torch.inference_mode(), _packed_attention(model, window):
         firsts = []
         for r, suffix in enumerate(suffixes):
@@ -137,8 +142,12 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
             for j, r in enumerate(rows):
                 step_slots[r].append(cur + j)
             cur += n
-            logits = model(input_ids=nxt[None], attention_mask=bias(allowed[active, :cur]),
-                           position_ids=next_pos[None], cache=cache, use_cache=True).logits[0].float()
+            mask = bias(allowed[active, :cur])
+            if lean:
+                logits = decode_step(model, cache, nxt[None], next_pos[None], mask)[0].float()
+            else:
+                logits = model(input_ids=nxt[None], attention_mask=mask, position_ids=next_pos[None],
+                               cache=cache, use_cache=True).logits[0].float()
             next_pos = next_pos + 1
     results = [RowResult(out_ids[i], out_lp[i] if logprobs else None, reasons[i]) for i in range(b)]
     if keep_kv:
