@@ -4,8 +4,11 @@ Why: a decode step is 30 layers of a few small matrix products, and around them 
 runs per-call work that costs as much as a product at this size: output-recording and
 deprecation wrappers, kwargs plumbing, the cache's update through `index_copy_` with a fresh
 position tensor per layer, the attention interface lookup, and rotary embeddings applied to
-queries and keys separately. Measured on the default model (2 cores, 830-token prefix, paired
-in one process): a step 7-13% faster in fp32 and 9-18% in int8, at batch 1 and 8.
+queries and keys separately. Measured on the default model (830-token prefix, in one process,
+alternating): a decode step alone 3-13% faster in fp32 and 9-18% in int8 (2 threads); whole
+`decode_batch` calls of 48 tokens, prefill included (1 thread, another process on the other
+core), int8 1.10-1.13x at batch 1 and 1.04-1.09x at batch 8, bf16 1.02-1.13x and 1.01-1.09x,
+fp32 0.96-1.04x at batch 8 (fp32 at batch 1 spread 1.02-2.22x: noise).
 
 The arithmetic is the model's own, op for op (the same modules for every Linear, so packed,
 bf16 and int8 layers run unchanged; RMSNorm and rotary as transformers computes them), so the
