@@ -91,3 +91,42 @@ def test_other_shapes_and_training_keep_the_transformers_forward() -> None:
     gelu = tiny_llama(64)
     gelu.config.hidden_act = "gelu"
     assert not supports(gelu)
+
+
+def test_a_verify_pass_equals_forward_hidden_and_speculation_keeps_its_tokens(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A speculative verify pass (n tokens of one row, causal among themselves) through the
+    lean step: the logits and hidden state the MTP heads read equal `forward_hidden`'s, and
+    prompt-lookup speculation decodes the same tokens with and without it."""
+    from hatkit.models.lean_step import causal_bias
+    from hatkit.models.mtp import forward_hidden
+
+    model = tiny_llama(64, seed=7)
+    prefix = torch.randint(3, 64, (1, PREFIX))
+    with torch.inference_mode():
+        ours, theirs = _cache(model, prefix), _cache(model, prefix)
+        ids = torch.randint(3, 64, (1, 4))
+        pos = (PREFIX + torch.arange(4))[None]
+        logits, hidden = decode_step(model, ours, ids, pos, causal_bias(model, PREFIX, 4), hidden=True)
+        ref_logits, ref_hidden = forward_hidden(model, input_ids=ids, position_ids=pos, cache=theirs,
+                                                attention_mask=torch.ones((1, PREFIX + 4), dtype=torch.long),
+                                                use_cache=True)
+    assert torch.allclose(logits, ref_logits, atol=1e-5) and torch.allclose(hidden, ref_hidden, atol=1e-5)
+    assert torch.equal(logits.argmax(-1), ref_logits.argmax(-1))
+
+    suffix = [5, 6, 7, 5, 6, 7, 5, 6]  # repeats, so prompt lookup drafts
+    context = prefix[0].tolist() + suffix
+    with torch.inference_mode():
+        out = model(input_ids=prefix, use_cache=True)
+    cache = out.get("cache") or out.get("past_key_values")
+
+    def run() -> list[int]:
+        row, _ = decoding.decode_one_speculative(model, cache, PREFIX, suffix, context=context,
+                                                 eos_id=-1, max_new_tokens=16)
+        return row.token_ids
+
+    lean = run()
+    monkeypatch.setattr(decoding, "lean_supports", lambda _m: False)
+    assert run() == lean and len(lean) == 16
+    rows, _ = decoding.decode_batch(model, cache, PREFIX, [suffix], eos_id=-1, max_new_tokens=16)
+    assert rows[0].token_ids == lean

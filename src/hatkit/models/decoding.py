@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .lean_step import decode_step
+from .lean_step import causal_bias, decode_step
 from .lean_step import supports as lean_supports
 from .speculative import SpecStats, prompt_lookup_draft
 
@@ -339,6 +339,7 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
     started = time.perf_counter()
     cur = prefix_len + len(suffix)
     k = num_draft
+    lean = lean_supports(model)
     with torch.inference_mode():
         ids = torch.tensor([suffix], dtype=torch.long, device=device)
         pos = (prefix_len + torch.arange(len(suffix), device=device))[None]
@@ -373,14 +374,17 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
             n = len(feed)
             ids = torch.tensor([feed], dtype=torch.long, device=device)
             pos = (cur + torch.arange(n, device=device))[None]
-            attn = torch.ones((1, cur + n), dtype=torch.long, device=device)
-            if heads is None:
-                logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
-                               use_cache=True).logits[0].float()
+            if lean:
+                logits, hidden = decode_step(model, cache, ids, pos, causal_bias(model, cur, n), hidden=True)
             else:
-                logits, hidden = forward_hidden(model, input_ids=ids, attention_mask=attn, position_ids=pos,
-                                                cache=cache, use_cache=True)
-                logits = logits[0].float()
+                attn = torch.ones((1, cur + n), dtype=torch.long, device=device)
+                if heads is None:
+                    logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
+                                   use_cache=True).logits
+                else:
+                    logits, hidden = forward_hidden(model, input_ids=ids, attention_mask=attn,
+                                                    position_ids=pos, cache=cache, use_cache=True)
+            logits = logits[0].float()
             greedy = logits.argmax(-1).tolist()
             accepted, k = st.verify(draft, greedy, cache, k=k, num_draft=num_draft, adaptive=adaptive)
             if heads is not None:

@@ -37,11 +37,25 @@ def supports(model: Any) -> bool:
     return all(hasattr(inner, n) for n in ("embed_tokens", "layers", "norm", "rotary_emb"))
 
 
-def decode_step(model: Any, cache: Any, input_ids: Any, position_ids: Any, bias: Any) -> Any:
+def causal_bias(model: Any, start: int, n: int) -> Any:
+    """`decode_step`'s mask for n tokens of one sequence written at slots start..: each sees
+    every earlier slot and itself (a speculative verify pass)."""
+    import torch
+
+    c = model.config
+    groups = c.num_attention_heads // c.num_key_value_heads
+    allowed = torch.ones((n, start + n), dtype=torch.bool, device=model.device).tril(start)
+    zeros = torch.zeros(allowed.shape, dtype=model.dtype, device=model.device)
+    return zeros.masked_fill_(~allowed, float("-inf")).repeat(groups, 1)[None, None]
+
+
+def decode_step(model: Any, cache: Any, input_ids: Any, position_ids: Any, bias: Any, *,
+                hidden: bool = False) -> Any:
     """Logits [1, n, vocab] of `input_ids` [1, n] at `position_ids` [1, n], writing their keys
-    and values into the StaticCache `cache` at its current length; `bias` is decode_batch's
-    additive mask (1, 1, groups * n, kv) over the first kv slots (kv = cache length + n), the
-    query heads sharing a K/V head stacked along the query axis (as `_packed_sdpa`)."""
+    and values into the StaticCache `cache` at slots kv - n.. (kv = `bias`'s width); `bias` is
+    decode_batch's additive mask (1, 1, groups * n, kv) over the first kv slots, the query
+    heads sharing a K/V head stacked along the query axis (as `_packed_sdpa`). With `hidden`,
+    (logits, last hidden state) as `mtp.forward_hidden` returns them."""
     import torch
     from torch.nn.functional import scaled_dot_product_attention as sdpa
     from torch.nn.functional import silu
@@ -74,7 +88,9 @@ def decode_step(model: Any, cache: Any, input_ids: Any, position_ids: Any, bias:
         x = _rms(h, layer.post_attention_layernorm)
         mlp = layer.mlp
         h = h + mlp.down_proj(silu(mlp.gate_proj(x)) * mlp.up_proj(x))
-    return model.lm_head(_rms(h, inner.norm))
+    last = _rms(h, inner.norm)
+    logits = model.lm_head(last)
+    return (logits, last) if hidden else logits
 
 
 def _rms(h: Any, norm: Any) -> Any:
