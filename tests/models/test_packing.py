@@ -112,3 +112,21 @@ def test_local_model_greedy_tokens_are_the_same_with_and_without_packing() -> No
         m = LocalModel(tiny_llama(len(tok), seed=3), tok, "tiny", max_batch=8, pack_weights=pack)
         outs.append([o.token_ids for o in m.generate(tiny_requests(m, questions, max_new_tokens=12))])
     assert outs[0] == outs[1]
+
+
+@needs_bf16
+def test_bf16_sibling_layers_run_as_one_packed_weight_with_the_same_logits() -> None:
+    """q/k/v and gate/up read one input: packed as one weight each (one call instead of three
+    and two), the logits of a decode-sized pass are bit-identical to the unpacked model's."""
+    model = tiny_llama(64, seed=4).to(torch.bfloat16)
+    ids = torch.randint(3, 64, (1, 5))
+    packing = PackedLinears(model)
+    with torch.inference_mode():
+        plain = model(input_ids=ids).logits
+        with packing.active() as n:
+            packed = model(input_ids=ids).logits
+            again = model(input_ids=ids).logits
+    layers = model.config.num_hidden_layers
+    assert len(packing._fused) == 2 * layers and n == 7 * layers + 1  # 7 Linear a layer + lm_head
+    assert torch.equal(plain, packed) and torch.equal(packed, again)
+    assert all(g.x is None and g.y is None for g in packing._fused.values())  # nothing held after
