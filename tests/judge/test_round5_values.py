@@ -62,7 +62,8 @@ ACCURACY = [
                          ids=[f"{c[5].split(':')[1]}-{c[0]}{i}" for i, c in enumerate(ACCURACY)])
 def test_the_right_reply_passes_and_the_flipped_one_fails(locale: str, user: str, calls: tuple[Call, ...],
                                                           right: str, wrong: str, source: str) -> None:
-    good, bad = judge_reply(user, right, *calls, locale=locale), judge_reply(user, wrong, *calls, locale=locale)
+    good = judge_reply(user, right, *calls, locale=locale)
+    bad = judge_reply(user, wrong, *calls, locale=locale)
     assert passes(good, "accuracy"), [e for e in good.evidence if not e.ok]
     assert not passes(bad, "accuracy")
     assert _source(bad, source), [e for e in bad.evidence if not e.ok]
@@ -72,10 +73,11 @@ def test_the_right_reply_passes_and_the_flipped_one_fails(locale: str, user: str
 def test_a_true_negative_is_not_a_flip() -> None:
     """The Band Go has no GPS: saying so is right, though the Fit 2 beside it has one."""
     v = judge_reply("does the band go or the fit 2 have gps?",
-                    "The Fit 2 has GPS built in, but there's no GPS on the Band Go.", *_details("EL-006", "EL-007"))
+                    "The Fit 2 has GPS built in, but there's no GPS on the Band Go.",
+                    *_details("EL-006", "EL-007"))
     assert not _source(v, "rubric:attribute_polarity"), v.evidence
-    v = judge_reply("is the sunscreen waterproof?", "It's not fully waterproof: water resistant for 40 minutes.",
-                    *_details("BE-003"))
+    v = judge_reply("is the sunscreen waterproof?",
+                    "It's not fully waterproof: water resistant for 40 minutes.", *_details("BE-003"))
     assert not _source(v, "rubric:attribute_polarity"), v.evidence
 
 
@@ -99,7 +101,8 @@ TONE = [
                          ids=[f"tone-{c[0]}{i}" for i, c in enumerate(TONE)])
 def test_a_reply_that_scolds_the_viewer_is_not_effective(locale: str, user: str, calls: tuple[Call, ...],
                                                          warm: str, rude: str) -> None:
-    good, bad = judge_reply(user, warm, *calls, locale=locale), judge_reply(user, rude, *calls, locale=locale)
+    good = judge_reply(user, warm, *calls, locale=locale)
+    bad = judge_reply(user, rude, *calls, locale=locale)
     assert passes(good, "effectiveness"), [e for e in good.evidence if not e.ok]
     assert not passes(bad, "effectiveness"), [e for e in bad.evidence if not e.ok]
     assert passes(bad, "accuracy"), "the facts are right; only the tone is off"
