@@ -19,6 +19,7 @@ from ._quantities import text_quantities
 from ._refusal import _RefusalChecks
 from ._stale import _StaleChecks
 from ._target import _TargetChecks
+from ._tone import disrespect
 from .claims import NEGATION, Claim, cents, find_products, money_values
 
 _HONEST = re.compile(r"can(?:'|no)t check|not able to check|try again|human (?:colleague|agent)|"
@@ -86,7 +87,7 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChe
                  + cfg.num("effectiveness_weight_style") * style)
         broken = turn.fallback or turn.raw == self.a.fallback
         hit = (next((m.group(0) for p in cfg.persona if (m := p.search(reply))), None) or self.persona_break
-               or machine_voice(reply, str(self.a.rules.get("host_name") or "")))
+               or machine_voice(reply, str(self.a.rules.get("host_name") or "")) or disrespect(reply))
         if broken or hit:
             self.ev.append(Evidence("effectiveness", tag + (hit or "fallback reply"), False,
                                     "the host persona, not a fallback", "hook:persona_breaks"))
