@@ -29,7 +29,8 @@ _PERSON = FastPattern(
     r"\b(?:talk|speak|chat|get|need|want|connect|transfer|hand|put|pass|escalate|send|switch|find|call)\b"
     r"[^.?!]{0,25}?\b(?:person|human|agent|rep|representative|manager|supervisor|someone|somebody|support|"
     r"customer (?:service|support|care)|staff)\b|"
-    r"\bcustomer\s+(?:service|support|care)\b|\bescalat|\bcall me\b|\bfile\s+(?:a\s+)?complaint\b|"
+    r"\bcustomer\s+(?:service|support|care)\b|\bescalat|\bcall me\b|\b(?:want|need|like|going) to complain\b|"
+    r"\b(?:file|make|lodge|raise|submit)\s+(?:a\s+)?complaint\b|"
     r"人工|真人客服|找(?:个)?(?:真)?人|(?:叫|找|要|联系|转)(?:你们)?(?:的)?(?:客服|经理|主管|领导)|升级处理|投诉|转接")
 """The viewer asks for a person (a human, a manager, support, a complaint taken up)."""
 _HANDED = FastPattern(
@@ -90,7 +91,8 @@ class _ActionChecks(_RunBase):
             return True
         m = _PERSON.search(turn.user)
         if m is None or _HANDED.search(turn.reply) or any(
-                ok_record(r) and self.a.state.canonical(r.name) == "escalate_to_human" for r in self.t.tool_calls):
+                ok_record(r) and self.a.state.canonical(r.name) == "escalate_to_human"
+                for r in self.t.tool_calls):
             return False
         self.ev.append(Evidence("effectiveness", f"{tag}asked for a person: {m.group(0)}", False,
                                 "a hand-over (escalate_to_human) or an offer of one", "skill:after_sales"))

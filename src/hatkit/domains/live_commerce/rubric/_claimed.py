@@ -18,22 +18,31 @@ from hatkit.judge.patterns import FastPattern
 
 from .claims import NEGATION, clause_before
 
-_I = r"\b(?:i(?:'ve| have)?|we(?:'ve| have))(?:\s+(?:just|already|also|now|quickly|gone ahead and|went ahead and))*\s+"
+_I = (r"\b(?:i(?:'ve| have)?|we(?:'ve| have))"
+      r"(?:\s+(?:just|already|also|now|quickly|gone ahead and|went ahead and))*\s+")
 _OBJ = r"(?:\s+(?:it|them|one|two|that|this|those|these|you|yours|a pair|a box|the \w+|your \w+))?"
 _EN_DONE = (
     _I + r"(?:put|placed|set)" + _OBJ + r"\s+(?:on hold|aside|by|down for|you down)\b|"
     + _I + r"(?:held|reserved|earmarked|saved|tagged|locked|grabbed|secured|booked|claimed)\b|"
-    + _I + r"added\b(?:[^.!?]{0,40}?)\bto (?:your|the) (?:cart|basket|bag|order|list|wait ?list|profile|account)\b|"
+    + _I + r"added\b(?:[^.!?]{0,40}?)\bto (?:your|the) "
+      r"(?:cart|basket|bag|order|list|wait ?list|profile|account)\b|"
     + _I + r"added you\b|" + _I + r"(?:signed|subscribed|registered|enrolled) you\b|"
     + _I + r"(?:placed|cancell?ed|upgraded|switched|changed|updated|amended|modified)\b"
       r"(?:[^.!?]{0,30}?)\b(?:order|address|shipping|delivery|express|deal|promo|discount|plan|it|that)\b|"
     + _I + r"(?:e-?mailed|dm'?d|dm-ed|messaged|texted|forwarded|sent)\b|"
-    + _I + r"(?:noted|logged|recorded|flagged|filed|submitted|raised|reported|escalated|opened)\b|"
+    + _I + r"(?:noted|logged|recorded|flagged|filed|submitted|raised|reported|escalated|opened|pinged|"
+      r"notified|told|alerted)\b|" + _I + r"let (?:the|our|my) \w+ know\b|"
+    r"(?:^|[.!?]\s+)(?:done[,!:.]?\s+)?(?:reserved|held|saved|set aside|put aside|locked in|grabbed|booked|"
+    r"added|emailed|sent|dm'?d|noted|logged|filed|cancell?ed|upgraded|switched|signed you up|subscribed you)"
+    r"\b[^.!?]{0,30}?\b(?:for you|to your|you)\b|"
     + _I + r"(?:passed|handed)\b[^.!?]{0,25}?\b(?:to|over|on)\b|"
     + _I + r"(?:started|initiated|processed|issued|begun|kicked off|arranged|approved)\b[^.!?]{0,20}?"
       r"\b(?:refund|return|replacement|exchange|claim)|"
     + _I + r"(?:refunded|applied)\b|"
-    r"\b(?:it'?s|they'?re|it is|they are|is|are)\s+(?:now\s+|all\s+)?(?:in|added to) your (?:cart|basket|bag)\b|"
+    r"(?:^|[.!?]\s+|\bi'?m\s+|\bwe'?re\s+)(?:holding|reserving|saving|putting aside|setting aside)\b"
+    r"[^.!?]{0,25}?\bfor you\b|"
+    r"\b(?:it'?s|they'?re|it is|they are|is|are)\s+(?:now\s+|all\s+)?(?:in|added to) your "
+    r"(?:cart|basket|bag)\b|"
     r"\b(?:is|are|'s|'re|been)\s+(?:now\s+)?(?:on hold|held|reserved|set aside|saved|locked in|earmarked|"
     r"put aside)\b(?:\s+(?:for you|under your|until|till))?|"
     r"\byou'?re (?:now |all )?(?:signed up|subscribed|registered|on the (?:list|wait ?list|alert list))\b|"
@@ -46,8 +55,8 @@ _ZH_DONE = (
     r"(?:锁定|预留|留(?:好|下|了|着)|加(?:进|入|到)|登记|报名|订阅|备注|标记|取消|修改|改(?:好|成|为|了)|升级|"
     r"下(?:单|好单)|发(?:到|给|送|了)|私信|转(?:给|交|发|人工)|发起|提交|申请|开(?:了|好)|记录|反馈|上报|"
     r"应用|用上|退款|安排|处理)|"
-    r"(?:帮你|给你|为你|帮您|给您)(?:锁定|预留|留好|加进|加入|登记|备注|取消|改好|升级|提交|发起|申请|退款|转人工)"
-    r"[^，。！？]{0,8}了|加进(?:了)?(?:你的)?购物车了")
+    r"(?:帮你|给你|为你|帮您|给您)(?:把[^，。！？]{0,12})?(?:锁|留|加|登记|备注|取消|改|升级|提交|发起|申请|退款|"
+    r"转人工|发|私信|订阅|报名)[^，。！？]{0,10}了|加进(?:了)?(?:你的)?购物车了")
 _DONE = FastPattern(_EN_DONE + "|" + _ZH_DONE)
 
 _KINDS = (

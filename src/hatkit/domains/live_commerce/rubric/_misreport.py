@@ -25,14 +25,17 @@ _FAILED = FastPattern(
     r"coming (?:back|through|up)|pulling|cooperating|connecting)\b|"
     r"\b(?:came|come|comes|coming)\s+(?:back\s+|up\s+)?(?:empty|blank|with nothing|as an? (?:error|invalid))|"
     r"\bcame back (?:as )?(?:an )?(?:error|invalid)|"
-    r"\b(?:threw|throwing|throws|returned|returning|gave|giving|got|hit)\s+(?:me\s+)?an?\s+(?:\w+\s+)?error\b|"
+    r"\b(?:threw|throwing|throws|returned|returning|gave|giving|got|getting|hit)\s+(?:me\s+)?an?\s+(?:\w+\s+)?error\b|"
     r"\berror(?:ed|ing)?(?: out)?\b|\btim(?:ed|ing) out\b|\btimeout\b|"
     r"\b(?:didn'?t|did not|won'?t|wouldn'?t|doesn'?t|does not)\s+(?:load|come (?:back|through)|return|give|"
-    r"go through|respond|work)\b|"
-    r"\bfail(?:ed|ing|s|ure)?\b|\b(?:was|got|been|is) rejected\b|\brejected (?:the|my|your|it)\b|\bglitch(?:y|ing)?\b|\b(?:system|tool|server|service|look-?up|search)\s*(?:is|was|'s)\s+down\b|"
-    r"\b(?:couldn'?t|can'?t|cannot|could not|unable to|not able to)\s+(?:\w+\s+)?(?:pull|load|fetch)\b|\binvalid (?:variant|size|option|request)\b|"
+    r"go through|respond|work|open)\b|"
+    r"\bfail(?:ed|ing|s|ure)?\b|\b(?:was|got|been|is) rejected\b|\brejected (?:the|my|your|it)\b|"
+    r"\bglitch(?:y|ing)?\b|"
+    r"\bacting up\b|\b(?:system|tool|server|service|look-?up|search)\s*(?:is|was|'s)\s+down\b|"
+    r"\b(?:couldn'?t|can'?t|cannot|could not|unable to|not able to)\s+(?:\w+\s+)?(?:pull|load|fetch)\b|"
+    r"\binvalid (?:variant|size|option|request)\b|"
     r"没(?:有)?响应|无响应|报错|出错|超时|失败|拒绝了(?:请求|申请)?|被拒|返回(?:是|的是)?空|"
-    r"空白|加载不(?:出|了)|系统(?:有点|出)?(?:问题|故障|卡)")
+    r"空白|加载不(?:出|了)|系统(?:有点|出)?(?:问题|故障|卡|崩)|查不了|没反应")
 """The reply says a lookup or hand-over failed or came back empty."""
 _NO_DATA = FastPattern(
     r"\bno (?:size guide|size chart|sizing (?:guide|chart)|specs?|info|information|data|details)\b|"
@@ -49,13 +52,15 @@ _TOPICS = (
     ("get_return_policy", re.compile(r"return|refund|退货|退换|退款", re.I)),
     ("get_promotions", re.compile(r"promo|coupon|code|deal|discount|优惠|券|活动", re.I)),
     ("get_size_guide", re.compile(r"size guide|size chart|sizing|尺码", re.I)),
-    ("escalate_to_human", re.compile(r"hand (?:you )?over|support|queue|human|agent|transfer|人工|客服|转接", re.I)),
+    ("escalate_to_human", re.compile(r"hand (?:you )?over|support|queue|human|agent|transfer|人工|客服|转接",
+                                     re.I)),
     ("get_product_details", re.compile(r"details|specs?\b|product (?:sheet|page|info)|allergen|info|"
                                        r"资料|规格|信息|成分", re.I)),
 )
-_SYSTEM = re.compile(r"system|tool|service|look-?up|search|check(?!\s*out)|calculator|queue|database|server|sheet|"
-                     r"\binfo|details|data|request|results?|query|guide|figure|my (?:side|end)|系统|查|搜索|返回|"
-                     r"请求|工具|数据|信息|资料", re.I)
+_SYSTEM = re.compile(r"system|tool|service|look-?up|search|check(?!\s*out)|calculator|queue|database|"
+                     r"server|sheet|\binfo|details|data|request|results?|query|guide|figure|my (?:side|end)|"
+                     r"error|tim(?:ed|ing) out|timeout|glitch|"
+                     r"系统|查|搜索|返回|请求|工具|数据|信息|资料|报错|出错|超时|响应|崩|空白", re.I)
 """What a failure statement speaks of: a lookup, not the viewer's product ("it stopped working")."""
 _SENTENCE = re.compile(r"[^.!?。！？]*(?:[.!?。！？]|$)")
 
