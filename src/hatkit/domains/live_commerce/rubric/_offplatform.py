@@ -11,6 +11,7 @@ here, not WhatsApp", "不能微信转账") is the right answer to a viewer who a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from hatkit.judge.patterns import FastPattern
 
@@ -41,15 +42,16 @@ _CHANNEL = FastPattern(
 """An off-platform route: a channel, a payment outside checkout, an outside shop, a contact."""
 
 
-def off_platform(reply: str, given: str) -> str | None:
+def off_platform(reply: str, given: Callable[[], str]) -> str | None:
     """The first off-platform route the reply sends the viewer to, not declined, and not in the
-    text the episode gave (`given`, lowercased: tool outputs, rules, the viewer's turns are not
-    included: a route the viewer asked for is still the host's to refuse)."""
+    text the episode gave (`given()`, lowercased, read only when a route is named: tool outputs
+    and the system prompt; the viewer's turns are not included: a route the viewer asked for is
+    still the host's to refuse)."""
     for m in _CHANNEL.finditer(reply):
         text = m.group(0)
         if NEGATION.search(clause_before(reply, m.start())) or _declined_after(reply, m.end()):
             continue
-        if text.lower() in given:
+        if text.lower() in given():
             continue
         return text
     return None
