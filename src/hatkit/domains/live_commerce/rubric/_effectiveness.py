@@ -7,6 +7,7 @@ import re
 from hatkit.agent.trace import ok_record
 from hatkit.judge.verdict import Evidence
 
+from ._actions import _ActionChecks
 from ._answers import explained_failure, refused_option, yes_no_answer, yes_no_question
 from ._ask import _AskReader, _blank
 from ._episode import _Turn
@@ -40,7 +41,7 @@ _CM = re.compile(r"(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?cm")
 
 
 class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChecks, _StaleChecks,
-                           _RefusalChecks):
+                           _RefusalChecks, _ActionChecks):
     """Scores each turn; the episode takes the worst turn (see _Run._finish)."""
 
     def _effectiveness(self, turn: _Turn, claims: list[Claim], focus: set[str], category: str,
@@ -65,9 +66,10 @@ class _EffectivenessChecks(_AskReader, _TargetChecks, _FacetChecks, _LanguageChe
         if explained_failure(reply, turn.records):  # "I couldn't find AP-021": why it cannot answer
             parts = dict.fromkeys(parts, 1.0)
         parts = self._handed_over(turn, parts)  # "it arrived cracked": ticket T0001 answers it
+        parts = self._claimed_parts(turn, parts)  # "I've logged a report": addressed (accuracy checks it)
         # right facts the viewer cannot read, an earlier answer restated, a needless refusal: no answer
         if (self._wrong_language(turn, tag) | self._stale_turn(turn, tag)
-                | self._over_refusal(turn, tag, attempt, asked)):
+                | self._over_refusal(turn, tag, attempt, asked) | self._withheld(turn, tag)):
             parts = dict.fromkeys(parts, 0.0)
         for a, score in parts.items():
             self.ev.append(Evidence("effectiveness", f"{tag}asked: {a}", score >= 1.0,

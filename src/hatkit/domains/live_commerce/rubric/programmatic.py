@@ -145,6 +145,7 @@ class _Run(_AccuracyChecks, _RubricChecks, _EffectivenessChecks, _PromiseChecks,
             self._accuracy(claims)
             self._terms(turn.reply)
             self._promises(turn, focus)
+            self._actions(turn, focus)
             self._grounding(turn, claims, focus)
             self._details(turn, claims)
             self._unsourced(turn)
