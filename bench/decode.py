@@ -18,6 +18,9 @@ hatkit      `decode_batch` (LocalModel's decoder) with the prefix cache warm, on
 unpacked    the same decoder on the weights as stored (before packing; packing_speedup_*).
             Every row decodes --new-tokens tokens (end-of-turn ignored); tokens/s = generated
             tokens / wall seconds of the call (the suffix prefill included, the prefix not).
+llama.cpp   the anchor, where llama-cpp-python is installed (bench/_llamacpp.py): the same model
+            exported by `hatkit export gguf` as f32, bf16 and q8_0, batch 1, decode tokens/s
+            against hatkit's fp32, bf16 and int8, and its greedy tokens against hatkit's fp32.
 agreement   bf16 and int8 against fp32 on the batch-8 prompts: the share of fp32's greedy
             tokens each also picks given the same history (teacher-forced), and how many
             leading greedy tokens are identical. bf16 is what evaluations decode in where the
@@ -45,6 +48,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import _llamacpp
 from _common import BenchFailed, check_work, tiny_local_model
 
 from hatkit import __version__
@@ -205,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     secs, toks = run_hatkit(m, prefix, sfx, new, packed=engine == "hatkit")
                     if batch == 8 and engine == "hatkit":
                         outputs[prec] = toks
+                    if batch == 1 and engine == "hatkit" and prec == "fp32":
+                        first_row = toks[0]
                 else:
                     secs = run_generate(m, prefix, sfx[0], batch, new)
                 tps = batch * new / secs
@@ -213,6 +219,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                     "tokens_per_s": round(tps, 2), "ceiling_tokens_per_s": round(ceiling, 2),
                     "share_of_ceiling": round(tps / ceiling, 3), "weight_mb": round(w / 1e6, 1),
                     "kv_mb_per_step": round(kv / 1e6, 1)}
+    anchor: dict[str, dict[str, Any]] = {}
+    if not args.smoke and _llamacpp.available():
+        from hatkit.models.default_model import ensure_default_model
+
+        anchor = _llamacpp.anchor(ensure_default_model(log=lambda _m: None), prefix + suffixes[0], new,
+                                  torch.get_num_threads(), first_row)
     agree = {p: agreement(models[p], prefix, suffixes, outputs["fp32"]) for p in CHEAPER}
     leading = {p: [leading_same(a, b) for a, b in zip(outputs["fp32"], outputs[p], strict=True)]
                for p in CHEAPER}
@@ -233,6 +245,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         **{f"packing_speedup_{p}_bs{b}": rows[f"hatkit {p} b{b}"]["tokens_per_s"]
            / rows[f"unpacked {p} b{b}"]["tokens_per_s"] for p in ("fp32", *CHEAPER) for b in (1, 8)},
     }
+    if anchor:
+        print("llama.cpp anchor (llama-cpp-python, the same model exported by `hatkit export gguf`, batch 1, "
+              "decode after the first token):")
+        for p, a in anchor.items():
+            ours = rows[f"hatkit {p} b1"]["tokens_per_s"]
+            print(f"  {_llamacpp.DTYPES[p]:5} {a['tokens_per_s']:8.2f} tokens/s ({a['gguf_mb']} MB); "
+                  f"hatkit {p} {ours:.2f} = {ours / a['tokens_per_s']:.2f}x llama.cpp; greedy tokens "
+                  f"equal to hatkit fp32's for the first {a['leading']} of {new}")
+    else:
+        print("llama.cpp anchor: not measured (llama_cpp does not import: `pip install llama-cpp-python`, "
+              "which builds llama.cpp from source)")
     for p in agree:
         print(f"{p} vs fp32 greedy agreement: {agree[p]:.1%} of fp32's tokens (teacher-forced); leading "
               f"identical tokens per row {leading[p]} of {new}")
@@ -247,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         **{k: round(v, 3) for k, v in figures.items()},
         **{f"{p}_agreement": round(a, 4) for p, a in agree.items()},
         **{f"{p}_leading_identical": n for p, n in leading.items()},
+        "llamacpp_anchor": anchor,
         "cpu_bf16_matmul": cpu_has_bf16_matmul(),
         "load_avg_before": round(load_before, 2), "load_avg_after": round(load_after, 2),
         "cpus": os.cpu_count(), "threads": torch.get_num_threads(), "hatkit": __version__,
