@@ -129,4 +129,5 @@ def test_bf16_sibling_layers_run_as_one_packed_weight_with_the_same_logits() -> 
     layers = model.config.num_hidden_layers
     assert len(packing._fused) == 2 * layers and n == 7 * layers + 1  # 7 Linear a layer + lm_head
     assert torch.equal(plain, packed) and torch.equal(packed, again)
-    assert all(g.x is None and g.y is None for g in packing._fused.values())  # nothing held after
+    # nothing held after
+    assert all(g.outputs.x is None and g.outputs.y is None for g in packing._fused.values())

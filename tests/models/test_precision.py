@@ -48,7 +48,7 @@ def test_fused_q_k_v_give_each_layers_own_output_and_keep_nothing() -> None:
     with torch.inference_mode():
         for name in ("q_proj", "k_proj", "v_proj"):
             assert torch.equal(getattr(fused, name)(x), own[name](x))
-        assert fused.q_proj.group["x"] is None and fused.q_proj.group["y"] is None
+        assert fused.q_proj.group.x is None and fused.q_proj.group.y is None
         other = torch.randn(3, 5, 32)  # a new input recomputes, even after a partial read
         fused.q_proj(x)
         assert torch.equal(fused.k_proj(other), own["k_proj"](other))

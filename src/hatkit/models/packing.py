@@ -100,10 +100,31 @@ class _Packed:
         return y[:rows].reshape(*x.shape[:-1], y.shape[-1])
 
 
+class SiblingOutputs:
+    """The output of sibling layers that read one input, computed once for all of them: the
+    first member called on an input computes it, each member takes its columns once, then the
+    input and output are forgotten (bf16 packed groups here, precision's int8 groups)."""
+
+    def __init__(self, widths: list[int], compute: Any) -> None:
+        self.bounds = [(sum(widths[:i]), sum(widths[:i + 1])) for i in range(len(widths))]
+        self.compute = compute
+        self.x: Any = None
+        self.y: Any = None
+        self.pending: set[int] = set()
+
+    def take(self, member: int, x: Any) -> Any:
+        if self.x is not x or member not in self.pending:
+            self.x, self.y, self.pending = x, self.compute(x), set(range(len(self.bounds)))
+        self.pending.discard(member)
+        lo, hi = self.bounds[member]
+        out = self.y[..., lo:hi]
+        if not self.pending:
+            self.x = self.y = None
+        return out
+
+
 class _PackedGroup:
-    """Sibling bf16 layers reading one input, packed as one weight: the first member called on
-    an input computes every member's output; each member takes its columns once, then the
-    group forgets both (as precision's Int8Slice)."""
+    """Sibling bf16 layers reading one input, packed as one weight (see SiblingOutputs)."""
 
     def __init__(self, modules: list[Any]) -> None:
         import torch
@@ -116,14 +137,12 @@ class _PackedGroup:
             self.bias = None if all(m.bias is None for m in modules) else torch.cat(
                 [m.bias.detach() if m.bias is not None else m.weight.new_zeros(m.out_features)
                  for m in modules])
-        bounds, lo = [], 0
-        for m in modules:
-            bounds.append((lo, lo + m.out_features))
-            lo += m.out_features
-        self.bounds = bounds
-        self.x: Any = None
-        self.y: Any = None
-        self.pending: set[int] = set()
+        self.outputs = SiblingOutputs([m.out_features for m in modules], self._multiply)
+
+    def _multiply(self, x: Any) -> Any:
+        import torch
+
+        return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
 
     def fresh(self, modules: list[Any]) -> bool:
         return self.keys == [(m.weight.data_ptr(), m.weight._version, tuple(m.weight.shape))
@@ -135,15 +154,7 @@ class _PackedGroup:
         rows = x.numel() // x.shape[-1]
         if x.dtype != torch.bfloat16 or torch.is_grad_enabled() or rows > MAX_PACKED_ROWS:
             return torch.nn.functional.linear(x, module.weight, module.bias)
-        if self.x is not x or member not in self.pending:
-            y = torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
-            self.x, self.y, self.pending = x, y, set(range(len(self.bounds)))
-        self.pending.discard(member)
-        lo, hi = self.bounds[member]
-        out = self.y[..., lo:hi]
-        if not self.pending:
-            self.x = self.y = None
-        return out
+        return self.outputs.take(member, x)
 
 
 class PackedLinears:
@@ -154,31 +165,25 @@ class PackedLinears:
         self._packs: dict[int, _Packed] = {}
         self._fused: dict[tuple[int, ...], _PackedGroup] = {}
 
-    def _layers(self) -> list[tuple[Any, str]]:
+    def _layers(self) -> tuple[list[tuple[Any, str]], list[list[Any]]]:
+        """One walk over the model: its plain `nn.Linear` layers that can run packed, with
+        their kind, and the bf16 sibling groups among them (FUSED names under one parent, one
+        input size)."""
         import torch
 
-        out = []
-        for m in self.model.modules():
-            if type(m) is torch.nn.Linear:
-                kind = packing_kind(m.weight)
-                if kind is not None:
-                    out.append((m, kind))
-        return out
-
-    def _groups(self, layers: list[tuple[Any, str]]) -> list[list[Any]]:
-        """bf16 sibling layers (FUSED names under one parent) that read one input."""
         from .precision import FUSED
 
-        bf16 = {id(m) for m, kind in layers if kind == "bf16"}
-        groups = []
+        layers, groups = [], []
         for parent in self.model.modules():
+            if type(parent) is torch.nn.Linear and (kind := packing_kind(parent.weight)) is not None:
+                layers.append((parent, kind))
             children = dict(parent.named_children())
             for names in FUSED:
                 members = [children.get(n) for n in names]
-                if all(m is not None and id(m) in bf16 for m in members) and len(
-                        {m.in_features for m in members}) == 1:  # type: ignore[union-attr]
+                if all(type(m) is torch.nn.Linear and packing_kind(m.weight) == "bf16" for m in members) \
+                        and len({m.in_features for m in members}) == 1:  # type: ignore[union-attr]
                     groups.append(members)
-        return groups
+        return layers, groups
 
     def nbytes(self) -> int:
         """Bytes held by packed copies."""
@@ -191,9 +196,9 @@ class PackedLinears:
         how many layers run packed); their own forward comes back on exit, exceptions too."""
         patched: list[tuple[Any, Any]] = []
         try:
-            layers = self._layers()
+            layers, groups = self._layers()
             grouped: set[int] = set()
-            for members in self._groups(layers):
+            for members in groups:
                 if any("forward" in vars(m) for m in members):
                     continue
                 key = tuple(id(m) for m in members)

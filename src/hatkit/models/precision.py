@@ -27,6 +27,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from .packing import SiblingOutputs
+
 PRECISIONS = ("fp32", "bf16", "int8", "int8h")
 """int8h: int8 Linear layers except the output layer, which stays fp32. The output layer is a
 fifth of the weights but decides every greedy token among 49k logits, where a small rounding
@@ -130,23 +132,17 @@ def _classes() -> tuple[type[Any], type[Any]]:
             return f"in_features={self.in_features}, out_features={self.out_features}, int8{extra}"
 
     class Int8Slice(torch.nn.Module):
-        """One layer of a FUSED group: the group's first call on an input computes every
-        member's output; each member takes its columns once, then the group forgets both."""
+        """One layer of a FUSED group: the group's one int8 call on an input serves every
+        member, each taking its columns (packing.SiblingOutputs)."""
 
-        def __init__(self, group: dict[str, Any], member: int, lo: int, hi: int) -> None:
+        def __init__(self, group: SiblingOutputs, member: int, fused: torch.nn.Module) -> None:
             super().__init__()
-            self.group, self.member, self.lo, self.hi = group, member, lo, hi
+            self.group, self.member = group, member
             if member == 0:
-                self.fused = group["linear"]  # registered once, so modules() sees its weights
+                self.fused = fused  # registered once, so modules() sees its weights
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            g = self.group
-            if g["x"] is not x or self.member not in g["pending"]:
-                g.update(x=x, y=g["linear"](x), pending=set(range(g["size"])))
-            g["pending"].discard(self.member)
-            y: torch.Tensor = g["y"][..., self.lo:self.hi]
-            if not g["pending"]:
-                g.update(x=None, y=None)
+            y: torch.Tensor = self.group.take(self.member, x)
             return y
 
     return Int8Linear, Int8Slice
@@ -260,13 +256,10 @@ def _fuse(parent: Any, members: list[tuple[str, Any]], ranges: dict[int, Any]) -
         bias = torch.cat([m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)
                           for m in layers])
     smooth = _smooth(ranges.get(id(layers[0])), [m.weight for m in layers])
-    group: dict[str, Any] = {"linear": int8_linear()(torch.cat([m.weight for m in layers]), bias, smooth),
-                             "x": None, "y": None, "pending": set(),
-                             "size": len(layers)}
-    lo = 0
-    for i, (name, m) in enumerate(members):
-        setattr(parent, name, _int8_slice()(group, i, lo, lo + m.out_features))
-        lo += m.out_features
+    fused = int8_linear()(torch.cat([m.weight for m in layers]), bias, smooth)
+    group = SiblingOutputs([m.out_features for m in layers], fused)
+    for i, (name, _m) in enumerate(members):
+        setattr(parent, name, _int8_slice()(group, i, fused))
 
 
 def precision_of(model: Any) -> str:
