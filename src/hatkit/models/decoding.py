@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .lean_step import causal_bias, decode_step
+from .lean_step import causal_bias, decode_step, mask_bias
 from .lean_step import supports as lean_supports
 from .speculative import SpecStats, prompt_lookup_draft
 
@@ -86,16 +86,8 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
         allowed[r, starts[r]:starts[r] + lens[r]] = True
     next_pos = prefix_len + torch.tensor(lens, device=device)
     cur = prefix_len + width
-    c = model.config
-    groups = c.num_attention_heads // (getattr(c, "num_key_value_heads", None) or c.num_attention_heads)
     known = list(known) if known is not None else [None] * b
     step_slots: list[list[int]] = [[] for _ in range(b)]  # each row's decode-step cache slots
-
-    def bias(allowed_rows: Any) -> Any:
-        """The mask as SDPA's additive bias, rows repeated per query head of a K/V head, built
-        once per step for every layer (a boolean mask was converted in each layer)."""
-        zeros = torch.zeros(allowed_rows.shape, dtype=model.dtype, device=device)
-        return zeros.masked_fill_(~allowed_rows, float("-inf")).repeat(groups, 1)[None, None]
 
     rows = list(range(b))
     out_ids: list[list[int]] = [[] for _ in range(b)]
@@ -109,7 +101,7 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
         firsts = []
         for r, suffix in enumerate(suffixes):
             firsts.append(_prefill_row(model, cache, window, starts[r], prefix_len, list(suffix),
-                                       known[r], bias))
+                                       known[r]))
         window.start = None  # decode steps: every filled slot under the `allowed` mask
         logits = torch.cat(firsts, 0)
         for step in range(max_new_tokens):
@@ -142,7 +134,7 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
             for j, r in enumerate(rows):
                 step_slots[r].append(cur + j)
             cur += n
-            mask = bias(allowed[active, :cur])
+            mask = mask_bias(model, allowed[active, :cur])  # once per step, not per layer
             if lean:
                 logits = decode_step(model, cache, nxt[None], next_pos[None], mask)[0].float()
             else:
@@ -197,7 +189,7 @@ class _Window:
 
 
 def _prefill_row(model: Any, cache: Any, window: _Window, start: int, prefix_len: int,
-                 suffix: list[int], known: RowKV | None, bias: Callable[[Any], Any]) -> Any:
+                 suffix: list[int], known: RowKV | None) -> Any:
     """Fill row slots start.. with the row's suffix (copying `known`'s first tokens) and return
     the logits [1, vocab] of its last token."""
     import torch
@@ -214,7 +206,7 @@ def _prefill_row(model: Any, cache: Any, window: _Window, start: int, prefix_len
     window.start = start
     pos = prefix_len + n_known + torch.arange(m, device=device)
     return model(input_ids=torch.tensor([rest], dtype=torch.long, device=device),
-                 attention_mask=bias(allowed), position_ids=pos[None], cache=cache,
+                 attention_mask=mask_bias(model, allowed), position_ids=pos[None], cache=cache,
                  use_cache=True, logits_to_keep=1).logits[0].float()
 
 

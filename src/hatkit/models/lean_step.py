@@ -37,16 +37,25 @@ def supports(model: Any) -> bool:
     return all(hasattr(inner, n) for n in ("embed_tokens", "layers", "norm", "rotary_emb"))
 
 
+def mask_bias(model: Any, allowed: Any) -> Any:
+    """`allowed` [queries, kv] (a query may attend to a cache slot) as the additive mask
+    `decode_step` and `_packed_sdpa` take: 0 or -inf in the model's dtype, its rows repeated
+    for each query head that shares a K/V head, shaped (1, 1, groups * queries, kv)."""
+    import torch
+
+    c = model.config
+    groups = c.num_attention_heads // (getattr(c, "num_key_value_heads", None) or c.num_attention_heads)
+    zeros = torch.zeros(allowed.shape, dtype=model.dtype, device=allowed.device)
+    return zeros.masked_fill_(~allowed, float("-inf")).repeat(groups, 1)[None, None]
+
+
 def causal_bias(model: Any, start: int, n: int) -> Any:
     """`decode_step`'s mask for n tokens of one sequence written at slots start..: each sees
     every earlier slot and itself (a speculative verify pass)."""
     import torch
 
-    c = model.config
-    groups = c.num_attention_heads // c.num_key_value_heads
     allowed = torch.ones((n, start + n), dtype=torch.bool, device=model.device).tril(start)
-    zeros = torch.zeros(allowed.shape, dtype=model.dtype, device=model.device)
-    return zeros.masked_fill_(~allowed, float("-inf")).repeat(groups, 1)[None, None]
+    return mask_bias(model, allowed)
 
 
 def decode_step(model: Any, cache: Any, input_ids: Any, position_ids: Any, bias: Any, *,
