@@ -5,8 +5,8 @@ the same batch-1 prompt greedily on the same threads.
 Optional: measured only where `llama_cpp` (the llama-cpp-python package, built from source;
 not a hatkit dependency) imports. Its high-level API decodes one sequence, so the anchor is
 batch 1 only. tokens/s counts the decode after the first token (the prompt's prefill apart,
-as hatkit's prefix cache keeps it apart); `leading` is how many greedy tokens equal hatkit's
-fp32 ones before the first difference (a check of the export as much as of the numbers).
+as hatkit's prefix cache keeps it apart); `tokens` are its greedy tokens, for decode.py to
+compare with hatkit's fp32 ones (a check of the export as much as of the numbers).
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ def available() -> bool:
     return True
 
 
-def anchor(checkpoint: Path, prompt: list[int], new: int, threads: int,
-           reference: list[int]) -> dict[str, dict[str, Any]]:
-    """{hatkit precision: {tokens_per_s, gguf_mb, leading}} for each of DTYPES."""
+def anchor(checkpoint: Path, prompt: list[int], new: int, threads: int) -> dict[str, dict[str, Any]]:
+    """{hatkit precision: {tokens_per_s, prefill_s, gguf_mb, tokens}} for each of DTYPES."""
     from llama_cpp import Llama
 
     from hatkit.export.gguf_export import export_gguf
@@ -52,10 +51,8 @@ def anchor(checkpoint: Path, prompt: list[int], new: int, threads: int,
                 if len(tokens) == new:
                     break
             end = time.perf_counter()
-            leading = next((i for i, (a, b) in enumerate(zip(tokens, reference, strict=False)) if a != b),
-                           min(len(tokens), len(reference)))
             out[prec] = {"tokens_per_s": round((len(tokens) - 1) / (end - first), 2),
                          "prefill_s": round(first - start, 3), "gguf_mb": round(path.stat().st_size / 1e6, 1),
-                         "leading": leading}
+                         "tokens": tokens}
             del llm
     return out

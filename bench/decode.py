@@ -224,7 +224,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         from hatkit.models.default_model import ensure_default_model
 
         anchor = _llamacpp.anchor(ensure_default_model(log=lambda _m: None), prefix + suffixes[0], new,
-                                  torch.get_num_threads(), first_row)
+                                  torch.get_num_threads())
+        for a in anchor.values():
+            a["leading"] = leading_same(a.pop("tokens"), first_row)
     agree = {p: agreement(models[p], prefix, suffixes, outputs["fp32"]) for p in CHEAPER}
     leading = {p: [leading_same(a, b) for a, b in zip(outputs["fp32"], outputs[p], strict=True)]
                for p in CHEAPER}
