@@ -36,6 +36,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .siblings import SiblingOutputs
+
 PACK_ROWS = 8
 """The row count fp32 weights are packed for (LocalModel's default batch)."""
 MAX_PACKED_ROWS = 2 * PACK_ROWS
@@ -98,29 +100,6 @@ class _Packed:
         y = torch.cat([torch.ops.mkl._mkl_linear(part.contiguous(), self.weight, module.weight, bias,
                                                  PACK_ROWS) for part in flat.split(PACK_ROWS)])
         return y[:rows].reshape(*x.shape[:-1], y.shape[-1])
-
-
-class SiblingOutputs:
-    """The output of sibling layers that read one input, computed once for all of them: the
-    first member called on an input computes it, each member takes its columns once, then the
-    input and output are forgotten (bf16 packed groups here, precision's int8 groups)."""
-
-    def __init__(self, widths: list[int], compute: Any) -> None:
-        self.bounds = [(sum(widths[:i]), sum(widths[:i + 1])) for i in range(len(widths))]
-        self.compute = compute
-        self.x: Any = None
-        self.y: Any = None
-        self.pending: set[int] = set()
-
-    def take(self, member: int, x: Any) -> Any:
-        if self.x is not x or member not in self.pending:
-            self.x, self.y, self.pending = x, self.compute(x), set(range(len(self.bounds)))
-        self.pending.discard(member)
-        lo, hi = self.bounds[member]
-        out = self.y[..., lo:hi]
-        if not self.pending:
-            self.x = self.y = None
-        return out
 
 
 class _PackedGroup:

@@ -27,7 +27,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .packing import SiblingOutputs
+from .siblings import SiblingOutputs
 
 PRECISIONS = ("fp32", "bf16", "int8", "int8h")
 """int8h: int8 Linear layers except the output layer, which stays fp32. The output layer is a
@@ -133,7 +133,7 @@ def _classes() -> tuple[type[Any], type[Any]]:
 
     class Int8Slice(torch.nn.Module):
         """One layer of a FUSED group: the group's one int8 call on an input serves every
-        member, each taking its columns (packing.SiblingOutputs)."""
+        member, each taking its columns (siblings.SiblingOutputs)."""
 
         def __init__(self, group: SiblingOutputs, member: int, fused: torch.nn.Module) -> None:
             super().__init__()
