@@ -33,7 +33,8 @@ from hatkit.agent.trace import Trace
 from hatkit.domain import get_domain
 from hatkit.harness import load_harness
 from hatkit.models.base import ModelOutput, ModelRequest
-from hatkit.models.local import LocalModel, TextSink
+from hatkit.models.local import LocalModel
+from hatkit.models.streaming import TextSink
 
 BENCH = "local_episodes"
 

@@ -52,3 +52,35 @@ def tiny_requests(model: Any, questions: list[str], **kw: Any) -> list[Any]:
         ids = prefix + fmt.message_ids([system], user, []) + fmt.generation_prompt_ids([system, user], [])
         reqs.append(ModelRequest([system, user], prompt_ids=ids, prefix_len=len(prefix), **kw))
     return reqs
+
+
+CORPUS = [
+    "Hello there, how much is the lamp? The lamp costs $49.90 today.",
+    "Is the blue scarf in stock? Yes, 12 are left and shipping is free over $99.",
+    "Returns are accepted within 30 days; electronics within 15 days.",
+] * 20
+
+
+def byte_bpe_tokenizer(chat_template: str = CHAT_TEMPLATE) -> Any:
+    """A small GPT-2 style (byte-level BPE) tokenizer, trained here, with ChatML specials."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=320, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"]))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<|endoftext|>",
+                                   bos_token="<|im_start|>", eos_token="<|im_end|>",
+                                   pad_token="<|im_end|>")
+    fast.chat_template = chat_template
+    return fast
+
+
+def save_checkpoint(folder: Any, model: Any, tokenizer: Any) -> Any:
+    """A checkpoint folder as the pipeline writes one (weights and tokenizer)."""
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

@@ -19,34 +19,9 @@ from hatkit.export.companions import companion_paths, write_companions
 from hatkit.export.gguf_export import ExportError, export_gguf, iter_tensors, permute_qk
 from hatkit.harness import load_harness
 from hatkit.models.default_model import convert_gguf
-from tiny import CHAT_TEMPLATE, tiny_llama
+from tiny import CHAT_TEMPLATE, byte_bpe_tokenizer, save_checkpoint, tiny_llama
 
 PROMPTS = ["Hello there, how much is the lamp?", "Is the blue scarf in stock?", "12 + 30 = "]
-CORPUS = [
-    "Hello there, how much is the lamp? The lamp costs $49.90 today.",
-    "Is the blue scarf in stock? Yes, 12 are left and shipping is free over $99.",
-    "Returns are accepted within 30 days; electronics within 15 days.",
-] * 20
-
-
-def byte_bpe_tokenizer(chat_template: str = CHAT_TEMPLATE) -> Any:
-    """A small GPT-2 style (byte-level BPE) tokenizer, trained here, with ChatML specials."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
-        vocab_size=320, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"]))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<|endoftext|>",
-                                   bos_token="<|im_start|>", eos_token="<|im_end|>",
-                                   pad_token="<|im_end|>")
-    fast.chat_template = chat_template
-    return fast
-
-
 def tiny_qwen3(vocab_size: int) -> Any:
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -56,12 +31,6 @@ def tiny_qwen3(vocab_size: int) -> Any:
                          head_dim=8, max_position_embeddings=4096, tie_word_embeddings=True,
                          eos_token_id=2, bos_token_id=1, pad_token_id=2, initializer_range=0.5)
     return Qwen3ForCausalLM(config).eval()
-
-
-def save_checkpoint(folder: Path, model: Any, tokenizer: Any) -> Path:
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")

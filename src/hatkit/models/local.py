@@ -38,34 +38,12 @@ from .errors import BackendUnavailable, ContextTooLong
 from .packing import PackedLinears
 from .precision import apply_precision, calibration_ids, precision_of, resolve_precision
 from .speculative import SpecStats
+from .streaming import StreamDetokenizer, TextSink
 
 SPECULATIVE_MODES = (None, "prompt_lookup", "draft", "mtp")
 ROW_CACHE_BYTES = 2 << 30
 """The row cache's memory bound (oldest rows leave first), whatever `row_cache_size` says."""
-TextSink = Callable[[str], None]
-"""Receives a request's generated text piece by piece (end-of-turn token left out)."""
 log = logging.getLogger(__name__)
-
-
-class _Detokenizer:
-    """Token ids -> text deltas; waits while the text ends in a partial UTF-8 character."""
-
-    def __init__(self, tok: Any, eos_id: int, sink: TextSink) -> None:
-        self.tok, self.eos_id, self.sink = tok, eos_id, sink
-        self.ids: list[int] = []
-        self.sent = ""
-
-    def push(self, token: int) -> None:
-        if token == self.eos_id:
-            return
-        self.ids.append(token)
-        text = str(self.tok.decode(self.ids, skip_special_tokens=False))
-        if text.endswith("\ufffd"):
-            return
-        delta = text[len(self.sent):] if text.startswith(self.sent) else ""
-        self.sent = text
-        if delta:
-            self.sink(delta)
 
 
 class LocalModel:
@@ -291,8 +269,8 @@ class LocalModel:
         """The decoder's per-token callback feeding each row's sink (None: no streaming)."""
         if not any(sinks):
             return None
-        rows: list[_Detokenizer | None] = [
-            _Detokenizer(self.tok, self._format.eos_id, s) if s is not None else None for s in sinks]
+        rows: list[StreamDetokenizer | None] = [
+            StreamDetokenizer(self.tok, self._format.eos_id, s) if s is not None else None for s in sinks]
 
         def on_token(row: int, token: int) -> None:
             d = rows[row]

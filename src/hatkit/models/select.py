@@ -9,7 +9,9 @@ from .precision import AUTO, PRECISIONS
 
 MODEL_HELP = ("'local' (the embedded default model), a local checkpoint folder, or "
               "'openai:URL#MODEL' for an OpenAI-compatible server, e.g. "
-              "openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-0.6B; a local model takes a weight "
+              "openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-0.6B, or 'llamacpp:FILE.gguf' (a file "
+              "written by `hatkit export gguf`, run by llama.cpp: pip install 'hatkit[llamacpp]'); "
+              "a local model takes a weight "
               "precision after '@': local@int8 or CKPT@int8 (int8 Linear layers on the CPU: fewer bytes "
               "per token, outputs differ slightly from fp32), @int8h (int8 with an fp32 output layer), "
               "@bf16, @fp32 (the CPU default), or @auto (bf16 where the CPU multiplies bf16 in "
@@ -40,6 +42,13 @@ def load_model(spec: str = "local", *, prefix_cache: bool = True, max_batch: int
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"'{spec}': expected openai:http(s)://HOST[:PORT]/v1#MODEL")
         return OpenAICompatibleModel(base_url=url, model=served or "default")
+    if name.startswith("llamacpp:"):
+        from .llamacpp import LlamaCppModel
+
+        if precision is not None:
+            raise ValueError(f"'{spec}': a GGUF file's precision is the one it was exported in "
+                             "(hatkit export gguf --dtype)")
+        return LlamaCppModel.from_spec(name)
     path = Path(name.removeprefix("local:"))
     if (path / "config.json").is_file():
         from .local import LocalModel
