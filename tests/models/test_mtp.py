@@ -105,7 +105,7 @@ def test_trained_heads_guess_the_targets_tokens_and_speed_up_acceptance(tmp_path
     def acceptance(h: MTPHeads) -> float:
         """On the prompts the heads were fitted on (a random tiny target's replies do not
         generalise to other prompts; bench/decode.py measures held-out replies of the real one)."""
-        m = LocalModel(net, tok, "tiny", draft_heads=h)
+        m = LocalModel(net, tok, "tiny", draft_heads=h, lookup_branch=0)  # the heads' own drafts
         for i in range(3):
             req = _request(plain, SYSTEM, f"item {i} price and stock?", max_new_tokens=32)
             assert m.generate([req])[0].token_ids == plain.generate([req])[0].token_ids
@@ -163,3 +163,61 @@ def test_train_draft_cli_saves_heads_the_checkpoint_then_decodes_with(tmp_path: 
     net.save_pretrained(ckpt)  # type: ignore[attr-defined]
     with pytest.raises(DraftHeadsMismatch):
         LocalModel.from_pretrained(ckpt, speculative="mtp")
+
+
+def test_a_lookup_branch_beside_the_heads_keeps_greedy_output_and_wins_passes() -> None:
+    net, tok = _target(2)
+    plain = LocalModel(net, tok, "tiny")
+    heads = MTPHeads.for_target(net, range(len(tok)), num_heads=3)
+    with torch.no_grad():  # random blocks: the heads' drafts mostly wrong, lookup's often right
+        for block in heads.blocks:
+            block.weight.normal_(0, 0.5)
+    spec = LocalModel(net, tok, "tiny", draft_heads=heads, lookup_branch=3)
+    heads_only = LocalModel(net, tok, "tiny", draft_heads=heads, lookup_branch=0)
+    for system, q in CASES:
+        for max_new in (1, 2, 24, 40):
+            req = _request(plain, system, q, max_new_tokens=max_new)
+            want = plain.generate([req])[0]
+            for m in (spec, heads_only):
+                got = m.generate([req])[0]
+                assert got.token_ids == want.token_ids and got.finish_reason == want.finish_reason, (
+                    system, q, max_new)
+    assert spec.stats["spec_branch_accepted"] > 0 and spec.stats["spec_branch_drafted"] > 0
+    assert "spec_branch_drafted" not in heads_only.stats
+    # a branch that wins saves passes: fewer verify passes for the same tokens
+    assert spec.stats["spec_tokens"] == heads_only.stats["spec_tokens"]
+    assert spec.stats["spec_steps"] < heads_only.stats["spec_steps"]
+
+
+def test_verify_branches_keeps_the_longer_branch_and_moves_its_keys_and_values() -> None:
+    from transformers import StaticCache
+
+    from hatkit.models.speculative import SpecStats, branch_allowed
+
+    net, _ = _target(1)
+    cache = StaticCache(config=net.config, max_cache_len=16)
+    kv = torch.zeros(1, net.config.num_key_value_heads, 1, 8)
+    for layer in cache.layers:
+        layer.update(kv, kv)  # lazily sized
+        layer.keys.zero_()
+        layer.keys[0, 0, :, 0] = torch.arange(16.0)  # slot numbers, to see what moved
+        layer.cumulative_length.fill_(4 + 1 + 2 + 3)  # cur 4: pending, draft 2, branch 3
+    st = SpecStats()
+    # feed rows: 0 pending, 1-2 draft [7, 8], 3-5 branch [9, 10, 11]; greedy choice after each row
+    greedy = [9, 7, 0, 10, 11, 5]
+    tokens, last = st.verify_branches([7, 8], [9, 10, 11], greedy, cache, cur=4)
+    assert (tokens, last) == ([9, 10, 11], 5) and greedy[last] == 5
+    layer = cache.layers[0]
+    assert layer.keys[0, 0, 4:8, 0].tolist() == [4.0, 7.0, 8.0, 9.0]  # branch slots moved up
+    assert int(layer.cumulative_length) == 4 + 1 + 3
+    assert (st.drafted, st.accepted, st.branch_drafted, st.branch_accepted, st.steps) == (2, 0, 3, 3, 1)
+    # a tie keeps the heads' draft, in place
+    for layer in cache.layers:
+        layer.cumulative_length.fill_(4 + 1 + 1 + 1)
+    tokens, last = SpecStats().verify_branches([7], [7], [7, 3, 4], cache, cur=4)
+    assert (tokens, last) == ([7], 1) and int(cache.layers[0].cumulative_length) == 6
+    allowed = branch_allowed(2, 2, 1)
+    assert allowed.tolist() == [[True, True, True, False, False, False],
+                                [True, True, True, True, False, False],
+                                [True, True, True, True, True, False],
+                                [True, True, True, False, False, True]]

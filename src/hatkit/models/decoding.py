@@ -27,7 +27,7 @@ from typing import Any
 
 from .lean_step import causal_bias, decode_step, mask_bias
 from .lean_step import supports as lean_supports
-from .speculative import SpecStats, prompt_lookup_draft
+from .speculative import SpecStats, branch_allowed, prompt_lookup_draft
 
 OnToken = Callable[[int, int], None]
 """Streaming callback: (row, token id), called as each token is decided."""
@@ -299,7 +299,8 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
                            stopped: Callable[[int, list[int]], bool] | None = None,
                            num_draft: int = 8, max_ngram: int = 3, min_ngram: int = 1,
                            stats: SpecStats | None = None, adaptive: bool = True,
-                           on_token: OnToken | None = None, heads: Any = None) -> tuple[RowResult, float]:
+                           on_token: OnToken | None = None, heads: Any = None,
+                           lookup_branch: int = 0) -> tuple[RowResult, float]:
     """Greedy decoding of one row with prompt-lookup speculation, or with trained MTP `heads`
     (models.mtp) drafting from the hidden state of the target's last pass; same tokens as
     `decode_batch`.
@@ -311,6 +312,14 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
     Stop checks run token by token, exactly as in `decode_batch`. With `adaptive`, the draft
     length grows by 2 after a fully accepted draft and shrinks by 1 after a rejection (as in
     transformers' assisted generation), so wrong drafts cost less verify width.
+
+    With `heads` and `lookup_branch` > 0 (Llama-family models, `lean_step`), each verify pass
+    also checks up to that many tokens copied from the context by prompt lookup, as a second
+    branch beside the heads' draft (the rows of each branch see only the pending token and
+    their own branch), and keeps the branch the target confirms further: a reply copying a
+    product name or price from a tool result is drafted by lookup, other text by the heads.
+    The heads then draft their full number of tokens every pass (a verify pass of up to about
+    8 rows costs about the same on a CPU, so shrinking the draft saves nothing).
     """
     import torch
     from transformers import StaticCache
@@ -319,7 +328,8 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
 
     device = model.device
     suffix = list(suffix)
-    total = prefix_len + len(suffix) + max_new_tokens + num_draft + 1
+    widest = max(num_draft, (heads.meta.num_heads + lookup_branch) if heads is not None else 0)
+    total = prefix_len + len(suffix) + max_new_tokens + widest + 1
     cache: Any = StaticCache(config=model.config, max_cache_len=total)
     if prefix_len:
         for layer, cached in zip(cache.layers, prefix_cache.layers, strict=True):
@@ -332,6 +342,7 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
     cur = prefix_len + len(suffix)
     k = num_draft
     lean = lean_supports(model)
+    branching = heads is not None and lookup_branch > 0 and lean
     with torch.inference_mode():
         ids = torch.tensor([suffix], dtype=torch.long, device=device)
         pos = (prefix_len + torch.arange(len(suffix), device=device))[None]
@@ -357,18 +368,31 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
             if done or len(out) >= max_new_tokens:
                 break
             room = max_new_tokens - len(out) - 1  # the verify pass yields one token beyond drafts
+            branch: list[int] = []
             if heads is not None:
-                draft = heads.propose(state, min(k, room, heads.meta.num_heads))
+                draft = heads.propose(state, min(heads.meta.num_heads if branching else k, room,
+                                                 heads.meta.num_heads))
+                if branching and room > 0:
+                    branch = prompt_lookup_draft(seq, max_ngram=max_ngram, min_ngram=max(2, min_ngram),
+                                                 num_draft=min(lookup_branch, room))
+                    if branch == draft[:len(branch)]:
+                        branch = []  # nothing the heads' draft does not already check
             else:
                 draft = prompt_lookup_draft(seq, max_ngram=max_ngram, min_ngram=min_ngram,
                                             num_draft=min(k, room)) if room > 0 else []
-            feed = [pending, *draft]
+            feed = [pending, *draft, *branch]
             n = len(feed)
             ids = torch.tensor([feed], dtype=torch.long, device=device)
-            pos = (cur + torch.arange(n, device=device))[None]
-            if lean:
+            if branch:
+                pos = (cur + torch.tensor([0, *range(1, len(draft) + 1), *range(1, len(branch) + 1)],
+                                          device=device))[None]
+                bias = mask_bias(model, branch_allowed(cur, len(draft), len(branch), device))
+                logits, hidden = decode_step(model, cache, ids, pos, bias, hidden=True)
+            elif lean:
+                pos = (cur + torch.arange(n, device=device))[None]
                 logits, hidden = decode_step(model, cache, ids, pos, causal_bias(model, cur, n), hidden=True)
             else:
+                pos = (cur + torch.arange(n, device=device))[None]
                 attn = torch.ones((1, cur + n), dtype=torch.long, device=device)
                 if heads is None:
                     logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache,
@@ -378,11 +402,15 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
                                                     position_ids=pos, cache=cache, use_cache=True)
             logits = logits[0].float()
             greedy = logits.argmax(-1).tolist()
-            accepted, k = st.verify(draft, greedy, cache, k=k, num_draft=num_draft, adaptive=adaptive)
+            if branching:
+                taken, last = st.verify_branches(draft, branch, greedy, cache, cur)
+            else:
+                accepted, k = st.verify(draft, greedy, cache, k=k, num_draft=num_draft, adaptive=adaptive)
+                taken, last = draft[:accepted], accepted
             if heads is not None:
-                state = hidden[0, accepted]  # where the next pending token was chosen
-            cur += 1 + accepted
-            for tok in draft[:accepted]:
+                state = hidden[0, last]  # where the next pending token was chosen
+            cur += 1 + len(taken)
+            for tok in taken:
                 out.append(tok)
                 seq.append(tok)
                 if on_token is not None:
@@ -395,7 +423,7 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
                     break
             if done:
                 break
-            pending = int(greedy[accepted])
+            pending = int(greedy[last])
     st.tokens += len(out)
     return RowResult(out, None, reason), ttft
 

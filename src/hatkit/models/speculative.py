@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SpecStats", "prompt_lookup_draft", "spec_acceptance_from_metrics"]
+__all__ = ["SpecStats", "branch_allowed", "prompt_lookup_draft", "spec_acceptance_from_metrics"]
 
 
 @dataclass
@@ -30,6 +30,10 @@ class SpecStats:
     tokens: int = 0
     """Tokens emitted."""
     extra: dict[str, float] = field(default_factory=dict)
+    branch_drafted: int = 0
+    """Tokens of the second (prompt-lookup) branch verified beside MTP heads' drafts."""
+    branch_accepted: int = 0
+    """Tokens taken from that branch (passes where it beat the heads' draft)."""
 
     @property
     def acceptance_rate(self) -> float:
@@ -40,6 +44,8 @@ class SpecStats:
         self.accepted += other.accepted
         self.steps += other.steps
         self.tokens += other.tokens
+        self.branch_drafted += other.branch_drafted
+        self.branch_accepted += other.branch_accepted
 
     def verify(self, draft: Sequence[int], greedy: Sequence[int], cache: Any, *, k: int,
                num_draft: int, adaptive: bool) -> tuple[int, int]:
@@ -59,6 +65,57 @@ class SpecStats:
             for layer in cache.layers:
                 layer.crop(-rejected)
         return accepted, k
+
+    def verify_branches(self, draft: Sequence[int], branch: Sequence[int], greedy: Sequence[int],
+                        cache: Any, cur: int) -> tuple[list[int], int]:
+        """One verify pass that checked two drafts side by side: the pending token, `draft`, then
+        `branch`, each draft seeing only the pending token and its own earlier tokens
+        (`branch_allowed`). `greedy[r]` is the target's choice after feed row r. Keeps the draft
+        with more confirmed tokens (the heads' on a tie), moves the winning branch's keys and
+        values to the slots right after the pending token (cache slot `cur`), and crops the rest.
+        Returns (the confirmed tokens, the feed row whose choice comes next)."""
+        rows_a = list(range(len(draft) + 1))
+        rows_b = [0, *range(1 + len(draft), 1 + len(draft) + len(branch))]
+        a = _confirmed(draft, greedy, rows_a)
+        b = _confirmed(branch, greedy, rows_b)
+        self.steps += 1
+        self.drafted += len(draft)
+        self.accepted += a
+        self.branch_drafted += len(branch)
+        fed = 1 + len(draft) + len(branch)
+        if b > a:
+            self.branch_accepted += b
+            src = cur + 1 + len(draft)
+            for layer in cache.layers:
+                for t in (layer.keys, layer.values):
+                    t[:, :, cur + 1:cur + 1 + b] = t[:, :, src:src + b].clone()
+            keep, tokens, last = 1 + b, list(branch[:b]), rows_b[b]
+        else:
+            keep, tokens, last = 1 + a, list(draft[:a]), rows_a[a]
+        for layer in cache.layers:
+            layer.crop(-(fed - keep))
+        return tokens, last
+
+
+def _confirmed(draft: Sequence[int], greedy: Sequence[int], rows: Sequence[int]) -> int:
+    """How many leading tokens of `draft` the target chose: draft[i] against the choice after
+    feed row rows[i] (the row of the token before it)."""
+    n = 0
+    while n < len(draft) and draft[n] == greedy[rows[n]]:
+        n += 1
+    return n
+
+
+def branch_allowed(cur: int, draft: int, branch: int, device: Any = None) -> Any:
+    """Which cache slots each row of a two-branch verify pass may attend to: rows are the pending
+    token (slot cur), `draft` tokens, then `branch` tokens; every row sees slots < cur, the
+    pending token and the earlier tokens of its own branch (a [rows, cur + rows] bool tensor)."""
+    import torch
+
+    n = 1 + draft + branch
+    allowed = torch.ones((n, cur + n), dtype=torch.bool, device=device).tril(cur)
+    allowed[1 + draft:, cur + 1:cur + 1 + draft] = False
+    return allowed
 
 
 def prompt_lookup_draft(seq: Sequence[int], *, max_ngram: int = 3, min_ngram: int = 1,

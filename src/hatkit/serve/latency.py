@@ -116,7 +116,10 @@ def run_domain(model: LocalModel, reqs: list[ModelRequest]) -> dict[str, Any]:
     decode = secs - ttft  # after the first token: the part speculation can speed up
     return {"tokens": tokens, "seconds": secs, "tokens_per_s": tokens / secs if secs else 0.0,
             "decode_tokens_per_s": (tokens - len(ids)) / decode if decode > 0 else 0.0, "ids": ids,
-            "acceptance": _acceptance(model, before) if model.speculative else None}
+            "acceptance": _acceptance(model, before) if model.speculative else None,
+            "tokens_per_pass": _tokens_per_pass(model, before, len(reqs)) if model.speculative else 1.0,
+            "branch_tokens": (model.stats.get("spec_branch_accepted", 0)
+                              - before.get("spec_branch_accepted", 0)) if model.speculative else 0}
 
 
 def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> None:
@@ -142,6 +145,9 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
                     "embedded default model)")
     ap.add_argument("--heads", default=None, help="MTP draft heads (`hatkit train draft`); default: "
                     "the --model checkpoint's draft_heads/ when it has them")
+    ap.add_argument("--lookup-branch", type=int, default=2, help="with MTP heads, also measure "
+                    "'mtp+lookup': each verify pass checks up to N prompt-lookup tokens beside the "
+                    "heads' draft (0: not measured)")
     ap.add_argument("--skip-agent", action="store_true", help="only the domain-reply measurement")
     ap.add_argument("--url", default=None, help="measure a running hatkit server instead")
     args = ap.parse_args(argv)
@@ -207,12 +213,12 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
         print(f"{name:24} {r['episodes']:4d} {r['p50_s']:7.2f} {r['p95_s']:7.2f} {r['p99_s']:7.2f} "
               f"{r['ttft_p50_s']:9.3f} {r['tokens_per_s']:7.1f} {acc:>7} {r.get('identical', '-')!s:>5}")
     print(f"\n{'domain replies':24} {'tokens':>7} {'seconds':>8} {'tok/s':>7} {'decode tok/s':>13} "
-          f"{'speed-up':>9} {'accept':>7} {'same':>5}")
+          f"{'speed-up':>9} {'accept':>7} {'tok/pass':>8} {'same':>5}")
     for name, r in replies.items():
         acc = f"{r['acceptance']:.1%}" if name != "greedy" else "-"
         print(f"{name:24} {r['tokens']:7d} {r['seconds']:8.2f} {r['tokens_per_s']:7.1f} "
               f"{r['decode_tokens_per_s']:13.1f} {r['speedup']:8.2f}x {acc:>7} "
-              f"{r['identical']}/{len(reqs)}")
+              f"{r['tokens_per_pass']:8.2f} {r['identical']}/{len(reqs)}")
     best = max((r["speedup"] for n, r in replies.items() if n != "greedy"), default=0.0)
     print(f"goal >= 1.5x tokens/s on domain replies: {'met' if best >= 1.5 else 'NOT met'} "
           f"(best {best:.2f}x)")
@@ -270,11 +276,24 @@ def _decoders(base: LocalModel, args: argparse.Namespace) -> dict[str, LocalMode
     elif args.model and has_heads(Path(args.model) / HEADS_DIR):
         heads, where = MTPHeads.for_checkpoint(Path(args.model), base.model), Path(args.model) / HEADS_DIR
     if heads is not None:
-        modes["mtp"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8, draft_heads=heads)
+        modes["mtp"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8, draft_heads=heads,
+                                  lookup_branch=0)
+        if args.lookup_branch:
+            modes["mtp+lookup"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8,
+                                             draft_heads=heads, lookup_branch=args.lookup_branch,
+                                             max_ngram=args.max_ngram, min_ngram=args.min_ngram)
         args.draft_desc = ((getattr(args, "draft_desc", None) or "") + f" mtp heads {where}").strip()
     for m in modes.values():  # same weights: one prefix KV cache serves every mode
         m._cache = modes["greedy"]._cache
     return modes
+
+
+def _tokens_per_pass(model: LocalModel, before: dict[str, float], calls: int) -> float:
+    """Tokens emitted per forward pass of the target after the prompt's (each call's prefill
+    yields its first token; each verify pass one token plus the drafts it confirms)."""
+    tokens = model.stats["spec_tokens"] - before.get("spec_tokens", 0)
+    steps = model.stats["spec_steps"] - before.get("spec_steps", 0)
+    return (tokens - calls) / steps if steps else 1.0
 
 
 def _acceptance(model: LocalModel, before: dict[str, float]) -> float:
