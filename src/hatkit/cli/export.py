@@ -66,4 +66,4 @@ def gguf(
             _say(f"  {path}")
     if side.modelfile is not None:
         _say(f"Ollama: cd {out.parent} && ollama create NAME -f {side.modelfile.name}")
-    _say(f"hatkit on llama.cpp: --model llamacpp:{out} (pip install 'hatkit[llamacpp]')")
+    _say(f"hatkit on llama.cpp: --model llamacpp:{out} (needs the llamacpp extra)")

@@ -10,7 +10,7 @@ from .precision import AUTO, PRECISIONS
 MODEL_HELP = ("'local' (the embedded default model), a local checkpoint folder, or "
               "'openai:URL#MODEL' for an OpenAI-compatible server, e.g. "
               "openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-0.6B, or 'llamacpp:FILE.gguf' (a file "
-              "written by `hatkit export gguf`, run by llama.cpp: pip install 'hatkit[llamacpp]'); "
+              "written by `hatkit export gguf`, run by llama.cpp; needs the llamacpp extra); "
               "a local model takes a weight "
               "precision after '@': local@int8 or CKPT@int8 (int8 Linear layers on the CPU: fewer bytes "
               "per token, outputs differ slightly from fp32), @int8h (int8 with an fp32 output layer), "
