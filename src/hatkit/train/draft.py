@@ -12,6 +12,12 @@ else, and those are the places a draft meets most: heads trained on data rows al
 own domain replies (cpu-sitting Fixed-SFT). `greedy_rows` therefore adds the target's own
 replies: at the start of each trained segment of a row, the target decodes greedily from the
 conversation so far, and the whole continuation is on its path.
+
+Heads read the hidden state only, not the token just before their guess (the pending or the
+previous drafted token, Hydra-style). Tried on the same checkpoint (60 data rows, 2,302
+held-out positions, 300 steps each): per-head accuracy 0.84 / 0.79 / 0.74 / 0.70 -> 0.86 / 0.83
+/ 0.80 / 0.80, but the mean accepted draft of 4 only 2.88 -> 3.04 tokens (+5%), since a chain
+stops at its first miss, where the first head matters most; not worth a second input.
 """
 
 from __future__ import annotations
