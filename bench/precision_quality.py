@@ -7,6 +7,8 @@ the share of fp32's reply tokens that lead identically (tokens of the checkpoint
 to the first difference, over all replies), and the suite's wall time per item (what an
 evaluation saves). "Not worse" (the issue's bar): the interval's lower bound >= -0.05.
 Greedy decoding, the cpu profile's evaluation settings (batches of 16, the same token caps).
+`--gguf FILE` adds the checkpoint exported by `hatkit export gguf` (f32, bf16, q8_0), decoded
+by llama.cpp: whether the file a llama.cpp or Ollama user deploys answers as well.
 
 `--smoke`: the tests' tiny random-weight model and 2 cases (checks the bench runs, not the bar).
 Prints a table, then one JSON object as the last line.
@@ -63,16 +65,25 @@ def run_one(model: Any, n: int, out: Path) -> tuple[dict[str, Any], list[str], f
     return result, replies, seconds
 
 
+def _short(row: str) -> str:
+    """A row's label: the precision, or a GGUF file's name."""
+    return Path(row.removeprefix("llamacpp:")).name if row.startswith("llamacpp:") else row
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", help="a trained checkpoint folder (its final/), or 'local'")
     ap.add_argument("--precisions", default="int8,bf16", help="compared with fp32, comma-separated")
+    ap.add_argument("--gguf", action="append", default=[], metavar="FILE",
+                    help="also a GGUF file of the same checkpoint (`hatkit export gguf`) run by "
+                    "llama.cpp (`--model llamacpp:FILE`; needs the llamacpp extra); repeatable")
     ap.add_argument("--n", type=int, default=60, help="live_qa cases")
     ap.add_argument("--smoke", action="store_true", help="tiny random-weight model, 2 cases")
     args = ap.parse_args(argv)
     if not args.smoke and not args.model:
         ap.error("--model CKPT is required (or --smoke)")
     precisions = ["fp32"] + [p.strip() for p in args.precisions.split(",") if p.strip() not in ("", "fp32")]
+    precisions += [f"llamacpp:{f}" for f in args.gguf]
     n = 2 if args.smoke else args.n
 
     rows: dict[str, tuple[dict[str, Any], list[str], float]] = {}
@@ -81,10 +92,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         for prec in precisions:
             if args.smoke:
                 model = tiny_local_model(precision=prec, max_batch=CPU_SETTINGS.batch_size)
+            elif prec.startswith("llamacpp:"):
+                model = load_model(prec)
             else:
                 model = load_model(f"{args.model}@{prec}", max_batch=CPU_SETTINGS.batch_size)
             tok = model.tok
-            rows[prec] = run_one(model, n, Path(tmp) / prec)
+            rows[prec] = run_one(model, n, Path(tmp) / f"run{len(rows)}")
             del model
     base, base_replies, base_s = rows["fp32"]
     check_work(BENCH, cases=base["n"], replies=sum(bool(r) for r in base_replies))
@@ -101,13 +114,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         p = compare(base, result)
         same = sum(a == b for a, b in zip(base_replies, replies, strict=True)) / len(replies)
         lead = leading_agreement(tok, base_replies, replies)
-        print(f"{prec:>9} {p.other_rate:8.3f} {p.diff:+7.3f} [{p.lo:+.3f}, {p.hi:+.3f}] {p.other_only:4d} "
-              f"{p.base_only:4d} {same:9.2f} {lead:11.2f} {seconds / n:7.2f} {base_s / seconds:7.2f}x")
+        print(f"{_short(prec):>9} {p.other_rate:8.3f} {p.diff:+7.3f} [{p.lo:+.3f}, {p.hi:+.3f}] "
+              f"{p.other_only:4d} {p.base_only:4d} {same:9.2f} {lead:11.2f} {seconds / n:7.2f} {base_s / seconds:7.2f}x")
         out[prec] = {"success": p.other_rate, "diff": p.diff, "lo": p.lo, "hi": p.hi, "won": p.other_only,
                      "lost": p.base_only, "identical_replies": same, "leading_token_agreement": lead,
                      "s_per_item": seconds / n, "speedup": base_s / seconds, "not_worse": p.lo >= BAR}
     verdicts = {prec: out[prec]["not_worse"] for prec in precisions[1:]}
-    said = ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in verdicts.items())
+    said = ", ".join(f"{_short(k)} {'yes' if v else 'NO'}" for k, v in verdicts.items())
     print(f"not worse (lower bound >= {BAR:+.2f}): {said}")
     print(json.dumps(out))
 
