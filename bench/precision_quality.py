@@ -73,7 +73,8 @@ def _short(row: str) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", help="a trained checkpoint folder (its final/), or 'local'")
-    ap.add_argument("--precisions", default="int8,bf16", help="compared with fp32, comma-separated")
+    ap.add_argument("--precisions", default="int8,bf16", help="compared with fp32, comma-separated "
+                    "('' for none, e.g. with --gguf)")
     ap.add_argument("--gguf", action="append", default=[], metavar="FILE",
                     help="also a GGUF file of the same checkpoint (`hatkit export gguf`) run by "
                     "llama.cpp (`--model llamacpp:FILE`; needs the llamacpp extra); repeatable")
@@ -115,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         same = sum(a == b for a, b in zip(base_replies, replies, strict=True)) / len(replies)
         lead = leading_agreement(tok, base_replies, replies)
         print(f"{_short(prec):>9} {p.other_rate:8.3f} {p.diff:+7.3f} [{p.lo:+.3f}, {p.hi:+.3f}] "
-              f"{p.other_only:4d} {p.base_only:4d} {same:9.2f} {lead:11.2f} {seconds / n:7.2f} {base_s / seconds:7.2f}x")
+              f"{p.other_only:4d} {p.base_only:4d} {same:9.2f} {lead:11.2f} {seconds / n:7.2f} "
+              f"{base_s / seconds:7.2f}x")
         out[prec] = {"success": p.other_rate, "diff": p.diff, "lo": p.lo, "hi": p.hi, "won": p.other_only,
                      "lost": p.base_only, "identical_replies": same, "leading_token_agreement": lead,
                      "s_per_item": seconds / n, "speedup": base_s / seconds, "not_worse": p.lo >= BAR}
