@@ -7,8 +7,10 @@ installed (the `llamacpp` extra), the real library decodes an exported file too.
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ import torch
 
 from hatkit.export.gguf_export import export_gguf
 from hatkit.models.base import ChatMessage
+from hatkit.models.decoding import common_prefix_len
 from hatkit.models.errors import BadModelRequest, ContextTooLong
 from hatkit.models.llamacpp import INSTALL_HINT, LlamaCppModel, gguf_context_length, gguf_tokenizer
 from hatkit.models.local import LocalModel
@@ -26,20 +29,39 @@ QUESTIONS = ["how much is the lamp?", "is the blue scarf in stock?", "returns wi
 
 
 class TorchLlama:
-    """llama_cpp.Llama's `n_ctx()` and `generate()`, decoding with a transformers model: greedy
-    (temp 0) takes the argmax; the prompt must be token ids. Records what it was asked."""
+    """LlamaSession's operations, decoding with a transformers model: greedy (temp 0) takes the
+    argmax; the prompt must be token ids. Like llama.cpp, it holds the evaluated tokens (a
+    prompt continuing them evaluates only the rest: counted in `fresh`) and snapshots them.
+    Records what it was asked."""
 
     def __init__(self, model: Any, n_ctx: int = 4096) -> None:
         self.model, self._n_ctx = model, n_ctx
         self.calls: list[dict[str, Any]] = []
+        self.ctx: list[int] = []
+        self.fresh: list[int] = []
+        """Tokens each generate call had to evaluate before its first sample."""
 
     def n_ctx(self) -> int:
         return self._n_ctx
+
+    def evaluated(self) -> list[int]:
+        return list(self.ctx)
+
+    def snapshot(self) -> bytes:
+        return json.dumps(self.ctx).encode()
+
+    def restore(self, tokens: Sequence[int], data: bytes) -> bool:
+        assert json.loads(data) == list(tokens)
+        self.ctx = list(tokens)
+        return True
 
     def generate(self, tokens: Sequence[int], **kw: Any) -> Iterator[int]:
         assert all(isinstance(t, int) for t in tokens)
         self.calls.append({"tokens": list(tokens), **kw})
         ids = list(tokens)
+        shared = min(common_prefix_len(self.ctx, ids), len(ids) - 1)
+        self.fresh.append(len(ids) - shared)
+        self.ctx = list(ids)
         gen = torch.Generator().manual_seed(0)
         while True:
             with torch.no_grad():
@@ -48,8 +70,9 @@ class TorchLlama:
                 token = int(logits.argmax())
             else:
                 token = int(torch.multinomial(torch.softmax(logits / kw["temp"], -1), 1, generator=gen))
-            ids.append(token)
             yield token
+            ids.append(token)
+            self.ctx = list(ids)  # evaluated when decoding goes on
 
 
 @pytest.fixture(scope="module")
@@ -199,6 +222,35 @@ def test_an_agent_episode_on_the_backend_is_the_local_models_episode(
     assert fake.calls and all(c["temp"] == 0 for c in fake.calls)
 
 
+def continued(model: Any, first: ModelRequest, reply: list[int], text: str) -> ModelRequest:
+    """The next turn of `first`'s conversation: its prompt, the reply, then a user message."""
+    fmt = model.token_format()
+    history = [*first.messages, ChatMessage("assistant", model.tok.decode(reply))]
+    user = ChatMessage("user", text)
+    ids = [*(first.prompt_ids or []), *reply, *fmt.after_generation_ids(),
+           *fmt.message_ids(history, user, []), *fmt.generation_prompt_ids([*history, user], [])]
+    return replace(first, messages=[*history, user], prompt_ids=ids)
+
+
+def interleaved(model: Any) -> list[list[int]]:
+    """Two conversations, their turns interleaved as an evaluation batch interleaves episodes."""
+    a, b = tiny_requests(model, QUESTIONS[:2], max_new_tokens=8)
+    ra, rb = (o.token_ids or [] for o in model.generate([a, b]))
+    a2, b2 = continued(model, a, ra, "and in blue?"), continued(model, b, rb, "ships when?")
+    return [ra, rb, *[o.token_ids or [] for o in model.generate([a2, b2])]]
+
+
+def test_interleaved_conversations_resume_from_their_kept_state(gguf_file: Path, local: LocalModel) -> None:
+    model, fake = backend(gguf_file, local)
+    assert interleaved(model) == interleaved(local)
+    assert model.stats["state_hits"] == 2 and model.stats["tokens_reused"] > 0
+    prompts = [c["tokens"] for c in fake.calls]
+    # each second turn evaluated only what its own first turn had not: its reply's last token
+    # (never evaluated by llama.cpp), the end of turn and the new message
+    assert fake.fresh[2] == len(prompts[2]) - len(prompts[0]) - len(interleaved(local)[0]) + 1
+    assert fake.fresh[3] < len(prompts[3]) - len(prompts[1])
+
+
 def test_real_llama_cpp_decodes_the_exported_file_as_the_checkpoint_does(
         gguf_file: Path, local: LocalModel) -> None:
     pytest.importorskip("llama_cpp", reason="the llamacpp extra is not installed")
@@ -208,3 +260,5 @@ def test_real_llama_cpp_decodes_the_exported_file_as_the_checkpoint_does(
     assert [o.token_ids for o in got] == [o.token_ids for o in want]
     again = model.generate(tiny_requests(model, QUESTIONS[:1], max_new_tokens=12))  # prefix reused
     assert again[0].token_ids == want[0].token_ids
+    assert interleaved(model) == interleaved(local)  # kept states restored into llama.cpp
+    assert model.stats["state_hits"] >= 2
