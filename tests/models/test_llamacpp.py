@@ -9,8 +9,8 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
