@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from hatkit.export.gguf_export import export_gguf
-from hatkit.models.base import ChatMessage
+from hatkit.models.base import ChatMessage, ModelRequest
 from hatkit.models.decoding import common_prefix_len
 from hatkit.models.errors import BadModelRequest, ContextTooLong
 from hatkit.models.llamacpp import INSTALL_HINT, LlamaCppModel, gguf_context_length, gguf_tokenizer
