@@ -21,6 +21,7 @@ hatkit's own decoder does, so an f32 file gives the checkpoint's fp32 tokens.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -99,7 +100,8 @@ def load_llama(path: Path, n_ctx: int, n_threads: int | None) -> Any:
         from llama_cpp import Llama
     except ImportError as exc:
         raise ValueError(INSTALL_HINT) from exc
-    return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_batch=512,
+    threads = n_threads or len(os.sched_getaffinity(0))  # every usable core, as torch takes
+    return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_batch=512,
                  logits_all=False, verbose=False)
 
 
