@@ -51,7 +51,10 @@ def resolve_precision(precision: str, device: str = "cpu") -> str:
     precision unchanged. Measured on a trained quick HSA-SFT checkpoint, the same 40 live_qa
     cases on 2 AVX512-BF16 cores: bf16 154 s against fp32 244 s, success 0.55 both (1 case won,
     1 lost, 27 of 38 replies identical); int8h 167 s (2 won, 2 lost, 18 identical); int8 about
-    2.2x fp32 but 4 lost, 1 won. On a CPU without them bf16 is emulated, slower than fp32."""
+    2.2x fp32 but 4 lost, 1 won. On 300 cases of the cpu-sitting Fixed-SFT checkpoint (bench/
+    precision_quality.py): bf16 -0.007 [-0.027, +0.017] against fp32, not worse, 1.97x faster
+    per item; int8 -0.023 [-0.057, +0.010], which misses the -0.05 bar, so `auto` never picks
+    int8. On a CPU without them bf16 is emulated, slower than fp32."""
     if precision != AUTO:
         return precision
     if device != "cpu":
