@@ -52,9 +52,7 @@ class SpecStats:
         """One verification step, shared by prompt-lookup and draft-model decoding: count the
         draft tokens the target's greedy choices confirm, crop the rejected ones from the
         target's KV cache, and adapt the draft length. Returns (accepted, next k)."""
-        accepted = 0
-        while accepted < len(draft) and draft[accepted] == greedy[accepted]:
-            accepted += 1
+        accepted = _confirmed(draft, greedy, range(len(draft)))
         self.steps += 1
         self.drafted += len(draft)
         self.accepted += accepted
