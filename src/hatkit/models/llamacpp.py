@@ -33,7 +33,7 @@ from .base import ModelOutput, ModelRequest
 from .chat_format import ChatTemplateFormat
 from .decoding import common_prefix_len
 from .errors import BadModelRequest, ContextTooLong
-from .streaming import StreamDetokenizer, TextSink
+from .streaming import StreamDetokenizer, TextSink, stop_reached
 
 INSTALL_HINT = ("llama-cpp-python is not installed: pip install 'hatkit[llamacpp]' (it builds "
                 "llama.cpp from source; in a VM whose CPU flags differ from the host, build with "
@@ -209,7 +209,7 @@ class LlamaCppModel:
             if stream is not None:
                 stream.push(token)
             text += self.tok.decode([token], skip_special_tokens=False)
-            if r.stop and any(s in text[-(len(s) + 16):] for s in r.stop):
+            if stop_reached(text, r.stop):
                 finish = "stop"
                 break
             if len(ids) >= budget:

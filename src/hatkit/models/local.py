@@ -38,7 +38,7 @@ from .errors import BackendUnavailable, ContextTooLong
 from .packing import PackedLinears
 from .precision import apply_precision, calibration_ids, precision_of, resolve_precision
 from .speculative import SpecStats
-from .streaming import StreamDetokenizer, TextSink
+from .streaming import StreamDetokenizer, TextSink, stop_reached
 
 SPECULATIVE_MODES = (None, "prompt_lookup", "draft", "mtp")
 LOOKUP_BRANCH = 2
@@ -321,7 +321,7 @@ class LocalModel:
 
         def stopped(row: int, ids: list[int]) -> bool:
             texts[row] += self.tok.decode(ids[-1:], skip_special_tokens=False)
-            return any(s in texts[row][-(len(s) + 16):] for s in first.stop)
+            return stop_reached(texts[row], first.stop)
 
         on_token = self._on_token(list(sinks) or [None] * len(reqs))
         started = time.perf_counter()

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 TextSink = Callable[[str], None]
 """Receives a request's generated text piece by piece (end-of-turn token left out)."""
+
+
+def stop_reached(text: str, stops: Sequence[str]) -> bool:
+    """Whether a stop string ends within the last piece of `text`, checked after each token
+    (only the tail is searched, so a long reply costs no more per token than a short one)."""
+    return any(s in text[-(len(s) + 16):] for s in stops)
 
 
 class StreamDetokenizer:
