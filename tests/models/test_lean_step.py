@@ -98,8 +98,9 @@ def test_a_verify_pass_equals_forward_hidden_and_speculation_keeps_its_tokens(
     """A speculative verify pass (n tokens of one row, causal among themselves) through the
     lean step: the logits and hidden state the MTP heads read equal `forward_hidden`'s, and
     prompt-lookup speculation decodes the same tokens with and without it."""
-    from hatkit.models.lean_step import causal_bias
+    from hatkit.models.lean_step import mask_bias
     from hatkit.models.mtp import forward_hidden
+    from hatkit.models.speculative import branch_allowed
 
     model = tiny_llama(64, seed=7)
     prefix = torch.randint(3, 64, (1, PREFIX))
@@ -107,7 +108,8 @@ def test_a_verify_pass_equals_forward_hidden_and_speculation_keeps_its_tokens(
         ours, theirs = _cache(model, prefix), _cache(model, prefix)
         ids = torch.randint(3, 64, (1, 4))
         pos = (PREFIX + torch.arange(4))[None]
-        logits, hidden = decode_step(model, ours, ids, pos, causal_bias(model, PREFIX, 4), hidden=True)
+        logits, hidden = decode_step(model, ours, ids, pos, mask_bias(model, branch_allowed(PREFIX, 3, 0)),
+                                     hidden=True)
         ref_logits, ref_hidden = forward_hidden(model, input_ids=ids, position_ids=pos, cache=theirs,
                                                 attention_mask=torch.ones((1, PREFIX + 4), dtype=torch.long),
                                                 use_cache=True)

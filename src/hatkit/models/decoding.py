@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .lean_step import causal_bias, decode_step, mask_bias
+from .lean_step import decode_step, mask_bias
 from .lean_step import supports as lean_supports
 from .speculative import SpecStats, branch_allowed, prompt_lookup_draft
 
@@ -383,14 +383,11 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
             feed = [pending, *draft, *branch]
             n = len(feed)
             ids = torch.tensor([feed], dtype=torch.long, device=device)
-            if branch:
+            if lean:  # one branch (causal) or two side by side, each after the pending token
                 pos = (cur + torch.tensor([0, *range(1, len(draft) + 1), *range(1, len(branch) + 1)],
                                           device=device))[None]
                 bias = mask_bias(model, branch_allowed(cur, len(draft), len(branch), device))
                 logits, hidden = decode_step(model, cache, ids, pos, bias, hidden=True)
-            elif lean:
-                pos = (cur + torch.arange(n, device=device))[None]
-                logits, hidden = decode_step(model, cache, ids, pos, causal_bias(model, cur, n), hidden=True)
             else:
                 pos = (cur + torch.arange(n, device=device))[None]
                 attn = torch.ones((1, cur + n), dtype=torch.long, device=device)

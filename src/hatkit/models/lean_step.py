@@ -49,15 +49,6 @@ def mask_bias(model: Any, allowed: Any) -> Any:
     return zeros.masked_fill_(~allowed, float("-inf")).repeat(groups, 1)[None, None]
 
 
-def causal_bias(model: Any, start: int, n: int) -> Any:
-    """`decode_step`'s mask for n tokens of one sequence written at slots start..: each sees
-    every earlier slot and itself (a speculative verify pass)."""
-    import torch
-
-    allowed = torch.ones((n, start + n), dtype=torch.bool, device=model.device).tril(start)
-    return mask_bias(model, allowed)
-
-
 def decode_step(model: Any, cache: Any, input_ids: Any, position_ids: Any, bias: Any, *,
                 hidden: bool = False) -> Any:
     """Logits [1, n, vocab] of `input_ids` [1, n] at `position_ids` [1, n], writing their keys
