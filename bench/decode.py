@@ -60,10 +60,13 @@ from hatkit.models.local import LocalModel
 from hatkit.models.precision import cpu_has_bf16_matmul, int8_linear
 
 BENCH = "decode"
-GOALS = {"int8_speedup_bs1": 1.8, "int8_speedup_bs8": 2.0, "hatkit_fp32_bs8_share": 0.6,
-         "hatkit_int8_bs8_share": 0.6}
+GOALS = {"int8_speedup_bs1": 1.8, "int8_speedup_bs8": 2.0, "int8w_speedup_bs1": 1.8,
+         "int8w_speedup_bs8": 2.0, "hatkit_fp32_bs8_share": 0.6, "hatkit_int8_bs8_share": 0.6,
+         "hatkit_int8w_bs8_share": 0.6}
+"""int8 has two forms (models/precision.py): int8 (int8 inputs too) and int8w (int8 weights,
+bf16 inputs); the issue's int8 goals are checked for both."""
 
-CHEAPER = ("bf16", "int8")
+CHEAPER = ("bf16", "int8", "int8w")
 """The precisions measured against fp32 (speed, ceiling share, greedy-token agreement)."""
 
 SAMPLE = list(get_domain().sample_messages)
@@ -237,13 +240,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"{name:22} {r['tokens_per_s']:9.2f} {r['ceiling_tokens_per_s']:9.2f} "
               f"{r['share_of_ceiling']:7.1%} {r['weight_mb']:11.1f} {r['kv_mb_per_step']:11.1f}")
     figures = {
-        "int8_speedup_bs1": rows["hatkit int8 b1"]["tokens_per_s"] / rows["hatkit fp32 b1"]["tokens_per_s"],
-        "int8_speedup_bs8": rows["hatkit int8 b8"]["tokens_per_s"] / rows["hatkit fp32 b8"]["tokens_per_s"],
-        "hatkit_fp32_bs8_share": rows["hatkit fp32 b8"]["share_of_ceiling"],
-        "hatkit_int8_bs8_share": rows["hatkit int8 b8"]["share_of_ceiling"],
-        "bf16_speedup_bs1": rows["hatkit bf16 b1"]["tokens_per_s"] / rows["hatkit fp32 b1"]["tokens_per_s"],
-        "bf16_speedup_bs8": rows["hatkit bf16 b8"]["tokens_per_s"] / rows["hatkit fp32 b8"]["tokens_per_s"],
-        "hatkit_bf16_bs8_share": rows["hatkit bf16 b8"]["share_of_ceiling"],
+        **{f"{p}_speedup_bs{b}": rows[f"hatkit {p} b{b}"]["tokens_per_s"]
+           / rows[f"hatkit fp32 b{b}"]["tokens_per_s"] for p in CHEAPER for b in (1, 8)},
+        **{f"hatkit_{p}_bs8_share": rows[f"hatkit {p} b8"]["share_of_ceiling"] for p in ("fp32", *CHEAPER)},
         **{f"packing_speedup_{p}_bs{b}": rows[f"hatkit {p} b{b}"]["tokens_per_s"]
            / rows[f"unpacked {p} b{b}"]["tokens_per_s"] for p in ("fp32", *CHEAPER) for b in (1, 8)},
     }

@@ -29,10 +29,14 @@ from typing import Any
 
 from .siblings import SiblingOutputs
 
-PRECISIONS = ("fp32", "bf16", "int8", "int8h")
+PRECISIONS = ("fp32", "bf16", "int8", "int8h", "int8w")
 """int8h: int8 Linear layers except the output layer, which stays fp32. The output layer is a
 fifth of the weights but decides every greedy token among 49k logits, where a small rounding
-error flips a close pair."""
+error flips a close pair.
+int8w: int8 weights only (one scale per output row, rounded by GPTQ on CALIBRATION_TEXT),
+multiplied with bf16 inputs by torch's weight-only int8 kernel (`_weight_int8pack_mm`); the rest
+of the model in bf16. Inputs are never quantised, so its error is the weights' alone. Needs a
+CPU with bf16 instructions to be fast (elsewhere the kernel emulates bf16)."""
 AUTO = "auto"
 """The fastest precision measured not to change answers (`resolve_precision`)."""
 
@@ -76,7 +80,7 @@ FUSED = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
 group in one call, since per-call overhead was a third of an int8 step at batch 1."""
 
 
-def _classes() -> tuple[type[Any], type[Any]]:
+def _classes() -> tuple[type[Any], type[Any], type[Any]]:
     import torch
 
     class Int8Linear(torch.nn.Module):
@@ -148,13 +152,59 @@ def _classes() -> tuple[type[Any], type[Any]]:
             y: torch.Tensor = self.group.take(self.member, x)
             return y
 
-    return Int8Linear, Int8Slice
+    class Int8WeightLinear(torch.nn.Module):
+        """A Linear layer with int8 weights (one scale per output row) and bf16 inputs: the
+        weights are expanded inside the product (torch's `_weight_int8pack_mm`), so a step reads
+        a quarter of fp32's bytes and the inputs keep bf16's precision. `exact` (a Parameter
+        holding the same weights in bf16, the tied embedding) and `top`: as Int8Linear's."""
+
+        def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, hessian: Any = None,
+                     exact: torch.nn.Parameter | None = None, top: int = 0) -> None:
+            super().__init__()
+            from .gptq import gptq_int8
+
+            q, scale = gptq_int8(weight, hessian)
+            self.out_features, self.in_features = q.shape
+            self.qweight: torch.Tensor
+            self.scales: torch.Tensor
+            self.register_buffer("qweight", q.contiguous())
+            self.register_buffer("scales", scale.to(torch.bfloat16))
+            self.bias = None if bias is None else torch.nn.Parameter(
+                bias.detach().to(torch.bfloat16), requires_grad=False)
+            self._exact = [exact] if exact is not None and top > 0 else []  # not registered twice
+            self.top = top if self._exact else 0
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            flat = x.reshape(-1, self.in_features).to(self.scales.dtype)
+            y: torch.Tensor = torch.ops.aten._weight_int8pack_mm(flat, self.qweight, self.scales)
+            if self.bias is not None:
+                y = y + self.bias
+            if self.top:
+                best = y.topk(min(self.top, self.out_features), -1).indices
+                exact = self._exact[0].detach()
+                redo = torch.einsum("rh,rkh->rk", flat.float(), exact[best].float())
+                if self.bias is not None:
+                    redo = redo + self.bias[best].float()
+                y = y.float().scatter(-1, best, redo)
+            return y.reshape(*x.shape[:-1], self.out_features).to(x.dtype)
+
+        def extra_repr(self) -> str:
+            top = f", top {self.top} exact" if self.top else ""
+            return f"in_features={self.in_features}, out_features={self.out_features}, int8 weights{top}"
+
+    return Int8Linear, Int8Slice, Int8WeightLinear
 
 
 @functools.cache
 def int8_linear() -> type[Any]:
     """The Int8Linear class (built on first use, so importing this module needs no torch)."""
     return _classes()[0]
+
+
+@functools.cache
+def int8_weight_linear() -> type[Any]:
+    """The Int8WeightLinear class (int8w precision)."""
+    return _classes()[2]
 
 
 @functools.cache
@@ -193,7 +243,7 @@ def apply_precision(model: Any, precision: str, calibration: Any = None) -> Any:
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
     now = precision_of(model)
-    if now in ("int8", "int8h"):
+    if now in ("int8", "int8h", "int8w"):
         if precision != now:
             raise ValueError(f"the model already has {now} weights; it cannot become {precision}")
         return model
@@ -204,6 +254,8 @@ def apply_precision(model: Any, precision: str, calibration: Any = None) -> Any:
     if model.device.type != "cpu":
         raise ValueError(f"int8 weights run on the CPU (this model is on {model.device}); use bf16")
     model.float()
+    if precision == "int8w":
+        return _to_int8_weights(model, calibration)
     ranges = _input_ranges(model, calibration) if calibration is not None else {}
     out = model.get_output_embeddings()
     keep = {id(out)} if precision == "int8h" else set()
@@ -218,6 +270,46 @@ def apply_precision(model: Any, precision: str, calibration: Any = None) -> Any:
             exact = (child.weight, EXACT_TOP) if child is out else (None, 0)
             setattr(parent, name, int8_linear()(child.weight, child.bias, smooth, *exact))
     return model
+
+
+def _to_int8_weights(model: Any, calibration: Any) -> Any:
+    """int8w in place: every Linear (fused siblings as one) becomes an Int8WeightLinear rounded
+    by GPTQ on `calibration`'s inputs to it (nearest rounding without calibration), the output
+    layer recomputing its best EXACT_TOP logits from bf16 weights (the tied embedding, or a
+    copy); the rest bf16."""
+    import torch
+
+    linears = {n: m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    hessians: dict[str, Any] = {}
+    if calibration is not None:
+        from .gptq import input_hessians
+
+        hessians = input_hessians(model, calibration, linears)
+    by_id = {id(m): n for n, m in linears.items()}
+    out, inp = model.get_output_embeddings(), model.get_input_embeddings()
+    tied = out is not None and inp is not None and out.weight is inp.weight
+    layer = int8_weight_linear()
+    for parent in list(model.modules()):
+        children = {n: c for n, c in parent.named_children() if isinstance(c, torch.nn.Linear)}
+        for names in FUSED:
+            if all(n in children for n in names) and len({children[n].in_features for n in names}) == 1:
+                members = [children.pop(n) for n in names]
+                bias = None
+                if any(m.bias is not None for m in members):
+                    bias = torch.cat([m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)
+                                      for m in members])
+                fused = layer(torch.cat([m.weight for m in members]), bias,
+                              hessians.get(by_id[id(members[0])]))
+                group = SiblingOutputs([m.out_features for m in members], fused)
+                for i, name in enumerate(names):
+                    setattr(parent, name, _int8_slice()(group, i, fused))
+        for name, child in children.items():
+            exact: tuple[Any, int] = (None, 0)
+            if child is out:  # the tied embedding, else a bf16 copy (read EXACT_TOP rows a token)
+                exact = (inp.weight if tied else torch.nn.Parameter(
+                    child.weight.detach().to(torch.bfloat16), requires_grad=False), EXACT_TOP)
+            setattr(parent, name, layer(child.weight, child.bias, hessians.get(by_id[id(child)]), *exact))
+    return model.to(torch.bfloat16)
 
 
 def _input_ranges(model: Any, ids: Any) -> dict[int, Any]:
@@ -269,6 +361,8 @@ def precision_of(model: Any) -> str:
     """The precision a model's weights are in now (int8, int8h, fp32, bf16, or the dtype's name)."""
     import torch
 
+    if any(isinstance(m, int8_weight_linear()) for m in model.modules()):
+        return "int8w"
     if any(isinstance(m, int8_linear()) for m in model.modules()):
         return "int8h" if isinstance(model.get_output_embeddings(), torch.nn.Linear) else "int8"
     dtype = model.dtype

@@ -1,0 +1,83 @@
+"""GPTQ rounding of Linear weights to int8 (one scale per output row), for `int8w` weights.
+
+Why: rounding each weight to its nearest int8 level (one scale per row) lets every row's error
+land on the output; GPTQ (Frantar et al., 2022) rounds one input column at a time and moves
+each column's rounding error onto the columns not yet rounded, weighted by how the layer's
+inputs correlate (the Hessian of the layer's squared output error, H = sum of x x^T over
+calibration tokens), so the errors cancel on inputs like the calibration text. Columns go in
+order of decreasing input energy (`act_order`), the most used channels first while the most
+columns remain to absorb their error. Measured on the default model's decode-bench prompts
+(8 prompts, 64 greedy fp32 tokens each, teacher-forced agreement of int8 weights with bf16
+activations against fp32): nearest rounding 0.943, GPTQ on CALIBRATION_TEXT 0.955; bf16
+weights 0.987.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DAMP = 0.01
+"""Added to H's diagonal, as a share of its mean: the calibration text has fewer tokens than
+an MLP layer has inputs, so H is singular without it."""
+BLOCK = 128
+"""Columns rounded together before their error is pushed onto the rest in one product."""
+
+
+def input_hessians(model: Any, ids: Any, layers: dict[str, Any]) -> dict[str, Any]:
+    """name -> sum of x x^T (fp32, [in, in]) over the inputs each of `layers` (name -> Linear)
+    sees in one forward pass of `ids` ([1, n] token ids)."""
+    import torch
+
+    hessians: dict[str, Any] = {}
+
+    def hook(name: str) -> Any:
+        def record(_module: Any, args: tuple[Any, ...], _out: Any) -> None:
+            x = args[0].detach().reshape(-1, args[0].shape[-1]).float()
+            hessians[name] = hessians[name] + x.T @ x if name in hessians else x.T @ x
+        return record
+
+    hooks = [m.register_forward_hook(hook(n)) for n, m in layers.items()]
+    try:
+        with torch.inference_mode():
+            model(input_ids=ids.to(model.device))
+    finally:
+        for h in hooks:
+            h.remove()
+    return hessians
+
+
+def gptq_int8(weight: Any, hessian: Any | None, *, act_order: bool = True) -> tuple[Any, Any]:
+    """(int8 weight [out, in], fp32 scale [out]) with weight ~ q * scale[:, None]. The scale
+    is each row's largest |weight| / 127, as for nearest rounding, itself rounded to bf16 (the
+    kernel's scales are bf16; rounding against the stored scale keeps q * scale within half a
+    level); without `hessian` (a layer the calibration pass did not reach) the rounding is the
+    nearest one."""
+    import torch
+
+    w = weight.detach().float().clone()
+    scale = (w.abs().amax(1) / 127).clamp_min(1e-12).to(torch.bfloat16).float()
+    if hessian is None:
+        return (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8), scale
+    cols = w.shape[1]
+    h = hessian.detach().float().clone()
+    dead = torch.diag(h) == 0  # inputs never nonzero: any value is exact for them
+    h[dead, dead] = 1
+    w[:, dead] = 0
+    order = torch.argsort(torch.diag(h), descending=True) if act_order else torch.arange(cols)
+    w, h = w[:, order], h[order][:, order]
+    h += DAMP * torch.mean(torch.diag(h)) * torch.eye(cols)
+    # the upper Cholesky factor of H^-1: row i holds how column i's error spreads onto the rest
+    hinv = torch.linalg.cholesky(torch.cholesky_inverse(torch.linalg.cholesky(h)), upper=True)
+    q = torch.zeros_like(w)
+    for lo in range(0, cols, BLOCK):
+        hi = min(lo + BLOCK, cols)
+        block, errors, h_block = w[:, lo:hi].clone(), torch.zeros(w.shape[0], hi - lo), hinv[lo:hi, lo:hi]
+        for i in range(hi - lo):
+            column = block[:, i]
+            rounded = (column / scale).round().clamp(-127, 127)
+            q[:, lo + i] = rounded
+            err = (column - rounded * scale) / h_block[i, i]
+            block[:, i:] -= err[:, None] * h_block[i, i:][None]
+            errors[:, i] = err
+        w[:, hi:] -= errors @ hinv[lo:hi, hi:]
+    return q[:, torch.argsort(order)].to(torch.int8), scale
