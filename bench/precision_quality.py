@@ -1,5 +1,5 @@
 """Is a cheaper weight precision "not worse"? A trained checkpoint's live_qa in fp32 and in each
-cheaper precision (int8, bf16, int8h) on the same cases, paired case by case (issue 18).
+cheaper precision (int8w, int8, bf16, int8h) on the same cases, paired case by case (issue 18).
 
 For each precision: live_qa success, its paired difference from fp32 with the bootstrap 95%
 interval (`hatkit.evals.paired`), cases won and lost, the share of replies identical to fp32's,
@@ -10,6 +10,7 @@ Greedy decoding, the cpu profile's evaluation settings (batches of 16, the same 
 `--gguf FILE` adds the checkpoint exported by `hatkit export gguf` (f32, bf16, q8_0), decoded
 by llama.cpp: whether the file a llama.cpp or Ollama user deploys answers as well.
 
+`--parallel` runs the rows side by side, one process and one thread each.
 `--smoke`: the tests' tiny random-weight model and 2 cases (checks the bench runs, not the bar).
 Prints a table, then one JSON object as the last line.
 """
@@ -17,7 +18,9 @@ Prints a table, then one JSON object as the last line.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import multiprocessing
 import platform
 import tempfile
 import time
@@ -65,6 +68,30 @@ def run_one(model: Any, n: int, out: Path) -> tuple[dict[str, Any], list[str], f
     return result, replies, seconds
 
 
+def _evaluate(prec: str, model_spec: str | None, n: int, out: Path, threads: int) -> tuple[Any, ...]:
+    """One row: load the model in `prec` and run live_qa (in a worker process with --parallel)."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    if model_spec is None:
+        model = tiny_local_model(precision=prec, max_batch=CPU_SETTINGS.batch_size)
+    elif prec.startswith("llamacpp:"):
+        model = load_model(prec)
+    else:
+        model = load_model(f"{model_spec}@{prec}", max_batch=CPU_SETTINGS.batch_size)
+    return run_one(model, n, out)
+
+
+def _tokenizer(spec: str) -> Any:
+    from transformers import AutoTokenizer
+
+    from hatkit.models.default_model import ensure_default_model
+
+    folder = ensure_default_model(log=lambda _m: None) if spec == "local" else Path(spec)
+    return AutoTokenizer.from_pretrained(folder)
+
+
 def _short(row: str) -> str:
     """A row's label: the precision, or a GGUF file's name."""
     return Path(row.removeprefix("llamacpp:")).name if row.startswith("llamacpp:") else row
@@ -73,12 +100,15 @@ def _short(row: str) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", help="a trained checkpoint folder (its final/), or 'local'")
-    ap.add_argument("--precisions", default="int8,bf16", help="compared with fp32, comma-separated "
+    ap.add_argument("--precisions", default="int8w,int8,bf16", help="compared with fp32, comma-separated "
                     "('' for none, e.g. with --gguf)")
     ap.add_argument("--gguf", action="append", default=[], metavar="FILE",
                     help="also a GGUF file of the same checkpoint (`hatkit export gguf`) run by "
                     "llama.cpp (`--model llamacpp:FILE`; needs the llamacpp extra); repeatable")
     ap.add_argument("--n", type=int, default=60, help="live_qa cases")
+    ap.add_argument("--parallel", action="store_true", help="evaluate the precisions side by side, "
+                    "one process with one thread each (seconds per item stay comparable; needs a "
+                    "core per precision)")
     ap.add_argument("--smoke", action="store_true", help="tiny random-weight model, 2 cases")
     args = ap.parse_args(argv)
     if not args.smoke and not args.model:
@@ -87,19 +117,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     precisions += [f"llamacpp:{f}" for f in args.gguf]
     n = 2 if args.smoke else args.n
 
-    rows: dict[str, tuple[dict[str, Any], list[str], float]] = {}
-    tok = None
+    spec = None if args.smoke else args.model
+    rows: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="hatkit-precision-") as tmp:
-        for prec in precisions:
-            if args.smoke:
-                model = tiny_local_model(precision=prec, max_batch=CPU_SETTINGS.batch_size)
-            elif prec.startswith("llamacpp:"):
-                model = load_model(prec)
-            else:
-                model = load_model(f"{args.model}@{prec}", max_batch=CPU_SETTINGS.batch_size)
-            tok = model.tok
-            rows[prec] = run_one(model, n, Path(tmp) / f"run{len(rows)}")
-            del model
+        jobs = [(prec, spec, n, Path(tmp) / f"run{i}", 1 if args.parallel else 0)
+                for i, prec in enumerate(precisions)]
+        if args.parallel:
+            ctx = multiprocessing.get_context("spawn")
+            with concurrent.futures.ProcessPoolExecutor(len(jobs), mp_context=ctx) as pool:
+                rows = dict(zip(precisions, pool.map(_evaluate, *zip(*jobs, strict=True)), strict=True))
+        else:
+            rows = {job[0]: _evaluate(*job) for job in jobs}
+    tok = tiny_local_model().tok if args.smoke else _tokenizer(args.model)
     base, base_replies, base_s = rows["fp32"]
     check_work(BENCH, cases=base["n"], replies=sum(bool(r) for r in base_replies))
 

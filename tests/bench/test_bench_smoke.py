@@ -127,7 +127,7 @@ def _eval_turns(res: list[dict[str, Any]]) -> None:
 def _precision_quality(res: list[dict[str, Any]]) -> None:
     [r] = res
     assert r["model"] == "tiny" and r["n"] == 2 and r["fp32"]["s_per_item"] > 0
-    for prec in ("int8", "bf16"):
+    for prec in ("int8w", "int8", "bf16"):
         row = r[prec]
         assert row["lo"] <= row["diff"] <= row["hi"] and row["won"] + row["lost"] <= 2
         assert 0 <= row["identical_replies"] <= 1 and 0 <= row["leading_token_agreement"] <= 1

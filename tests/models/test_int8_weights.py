@@ -148,3 +148,13 @@ def test_model_spec_selects_int8w(tmp_path: Path) -> None:
     tok.save_pretrained(folder)
     m = load_model(f"{folder}@int8w")
     assert isinstance(m, LocalModel) and m.precision == "int8w" and m.model_id == "local:ckpt@int8w"
+
+
+def test_gptq_rounds_layers_of_one_shape_together_as_it_rounds_each_alone() -> None:
+    torch.manual_seed(1)
+    xs = [torch.randn(200, 32) @ torch.randn(32, 32) for _ in range(3)]
+    weights = torch.randn(3, 24, 32)
+    q, scale = gptq_int8(weights, torch.stack([x.T @ x for x in xs]))
+    for i, x in enumerate(xs):
+        alone = gptq_int8(weights[i], x.T @ x)
+        assert torch.equal(q[i], alone[0]) and torch.equal(scale[i], alone[1])

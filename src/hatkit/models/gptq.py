@@ -19,7 +19,7 @@ from typing import Any
 DAMP = 0.01
 """Added to H's diagonal, as a share of its mean: the calibration text has fewer tokens than
 an MLP layer has inputs, so H is singular without it."""
-BLOCK = 128
+BLOCK = 32
 """Columns rounded together before their error is pushed onto the rest in one product."""
 
 
@@ -47,37 +47,51 @@ def input_hessians(model: Any, ids: Any, layers: dict[str, Any]) -> dict[str, An
 
 
 def gptq_int8(weight: Any, hessian: Any | None, *, act_order: bool = True) -> tuple[Any, Any]:
-    """(int8 weight [out, in], fp32 scale [out]) with weight ~ q * scale[:, None]. The scale
-    is each row's largest |weight| / 127, as for nearest rounding, itself rounded to bf16 (the
+    """(int8 weight [out, in], fp32 scale [out]) with weight ~ q * scale[:, None]; `weight` and
+    `hessian` may carry a leading layer axis ([L, out, in], [L, in, in]): layers of one shape
+    are rounded together, one column of all of them per step (the column loop is sequential,
+    so its per-op cost is paid once for all layers instead of once per layer). The scale is
+    each row's largest |weight| / 127, as for nearest rounding, itself rounded to bf16 (the
     kernel's scales are bf16; rounding against the stored scale keeps q * scale within half a
     level); without `hessian` (a layer the calibration pass did not reach) the rounding is the
     nearest one."""
     import torch
 
+    one = weight.dim() == 2
     w = weight.detach().float().clone()
-    scale = (w.abs().amax(1) / 127).clamp_min(1e-12).to(torch.bfloat16).float()
+    w = w[None] if one else w
+    scale = (w.abs().amax(-1) / 127).clamp_min(1e-12).to(torch.bfloat16).float()  # [L, out]
     if hessian is None:
-        return (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8), scale
-    cols = w.shape[1]
+        q = (w / scale[..., None]).round().clamp(-127, 127).to(torch.int8)
+        return (q[0], scale[0]) if one else (q, scale)
     h = hessian.detach().float().clone()
-    dead = torch.diag(h) == 0  # inputs never nonzero: any value is exact for them
-    h[dead, dead] = 1
-    w[:, dead] = 0
-    order = torch.argsort(torch.diag(h), descending=True) if act_order else torch.arange(cols)
-    w, h = w[:, order], h[order][:, order]
-    h += DAMP * torch.mean(torch.diag(h)) * torch.eye(cols)
+    h = h[None] if one else h
+    layers, _rows, cols = w.shape
+    diag = torch.diagonal(h, dim1=-2, dim2=-1)
+    dead = diag == 0  # inputs never nonzero: any value is exact for them
+    diag[dead] = 1
+    w[dead[:, None, :].expand_as(w)] = 0
+    order = (torch.argsort(diag, -1, descending=True) if act_order
+             else torch.arange(cols).expand(layers, cols))
+    w = torch.gather(w, 2, order[:, None, :].expand_as(w)).transpose(1, 2).contiguous()  # [L, in, out]
+    h = h[torch.arange(layers)[:, None, None], order[:, :, None], order[:, None, :]]
+    h += DAMP * diag.mean(-1)[:, None, None] * torch.eye(cols)
     # the upper Cholesky factor of H^-1: row i holds how column i's error spreads onto the rest
     hinv = torch.linalg.cholesky(torch.cholesky_inverse(torch.linalg.cholesky(h)), upper=True)
     q = torch.zeros_like(w)
+    inv_scale = 1 / scale[:, None, :]
     for lo in range(0, cols, BLOCK):
         hi = min(lo + BLOCK, cols)
-        block, errors, h_block = w[:, lo:hi].clone(), torch.zeros(w.shape[0], hi - lo), hinv[lo:hi, lo:hi]
+        block, errors = w[:, lo:hi].clone(), torch.zeros(layers, hi - lo, w.shape[2])
+        h_block = hinv[:, lo:hi, lo:hi]
         for i in range(hi - lo):
-            column = block[:, i]
-            rounded = (column / scale).round().clamp(-127, 127)
+            column = block[:, i]  # [L, out]
+            rounded = (column * inv_scale[:, 0]).round_().clamp_(-127, 127)
             q[:, lo + i] = rounded
-            err = (column - rounded * scale) / h_block[i, i]
-            block[:, i:] -= err[:, None] * h_block[i, i:][None]
+            err = (column - rounded * scale) / h_block[:, i, i, None]
+            block[:, i + 1:] -= h_block[:, i, i + 1:, None] * err[:, None]
             errors[:, i] = err
-        w[:, hi:] -= errors @ hinv[lo:hi, hi:]
-    return q[:, torch.argsort(order)].to(torch.int8), scale
+        w[:, hi:] -= torch.bmm(hinv[:, lo:hi, hi:].transpose(1, 2), errors)
+    q = q.transpose(1, 2)
+    q = torch.empty_like(q).scatter_(2, order[:, None, :].expand_as(q), q).to(torch.int8)
+    return (q[0], scale[0]) if one else (q, scale)

@@ -62,7 +62,7 @@ class LocalModel:
                  draft_tokens: int = 5, precision: str | None = None,
                  row_cache_size: int = 32, draft_heads: Any = None,
                  pack_weights: bool = True, lookup_branch: int = LOOKUP_BRANCH) -> None:
-        """`precision` ("fp32", "bf16", "int8", "int8h", "auto"; None: as loaded) converts
+        """`precision` ("fp32", "bf16", "int8", "int8h", "int8w", "auto"; None: as loaded) converts
         `model`'s weights in place (pass a copy to keep the original); `self.precision` names
         what it runs in.
 

@@ -159,11 +159,12 @@ def _classes() -> tuple[type[Any], type[Any], type[Any]]:
         holding the same weights in bf16, the tied embedding) and `top`: as Int8Linear's."""
 
         def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, hessian: Any = None,
-                     exact: torch.nn.Parameter | None = None, top: int = 0) -> None:
+                     exact: torch.nn.Parameter | None = None, top: int = 0, *,
+                     rounded: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
             super().__init__()
             from .gptq import gptq_int8
 
-            q, scale = gptq_int8(weight, hessian)
+            q, scale = rounded if rounded is not None else gptq_int8(weight, hessian)
             self.out_features, self.in_features = q.shape
             self.qweight: torch.Tensor
             self.scales: torch.Tensor
@@ -274,41 +275,52 @@ def apply_precision(model: Any, precision: str, calibration: Any = None) -> Any:
 
 def _to_int8_weights(model: Any, calibration: Any) -> Any:
     """int8w in place: every Linear (fused siblings as one) becomes an Int8WeightLinear rounded
-    by GPTQ on `calibration`'s inputs to it (nearest rounding without calibration), the output
-    layer recomputing its best EXACT_TOP logits from bf16 weights (the tied embedding, or a
-    copy); the rest bf16."""
+    by GPTQ on `calibration`'s inputs to it (nearest rounding without calibration; layers of
+    one shape rounded together), the output layer recomputing its best EXACT_TOP logits from
+    bf16 weights (the tied embedding, or a copy); the rest bf16."""
     import torch
 
-    linears = {n: m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
-    hessians: dict[str, Any] = {}
-    if calibration is not None:
-        from .gptq import input_hessians
+    from .gptq import gptq_int8, input_hessians
 
-        hessians = input_hessians(model, calibration, linears)
+    linears = {n: m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    hessians = input_hessians(model, calibration, linears) if calibration is not None else {}
     by_id = {id(m): n for n, m in linears.items()}
     out, inp = model.get_output_embeddings(), model.get_input_embeddings()
     tied = out is not None and inp is not None and out.weight is inp.weight
-    layer = int8_weight_linear()
+    jobs: list[tuple[Any, list[str], list[Any]]] = []  # (parent, names, their Linears)
     for parent in list(model.modules()):
         children = {n: c for n, c in parent.named_children() if isinstance(c, torch.nn.Linear)}
         for names in FUSED:
             if all(n in children for n in names) and len({children[n].in_features for n in names}) == 1:
-                members = [children.pop(n) for n in names]
-                bias = None
-                if any(m.bias is not None for m in members):
-                    bias = torch.cat([m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)
-                                      for m in members])
-                fused = layer(torch.cat([m.weight for m in members]), bias,
-                              hessians.get(by_id[id(members[0])]))
-                group = SiblingOutputs([m.out_features for m in members], fused)
-                for i, name in enumerate(names):
-                    setattr(parent, name, _int8_slice()(group, i, fused))
-        for name, child in children.items():
-            exact: tuple[Any, int] = (None, 0)
-            if child is out:  # the tied embedding, else a bf16 copy (read EXACT_TOP rows a token)
-                exact = (inp.weight if tied else torch.nn.Parameter(
-                    child.weight.detach().to(torch.bfloat16), requires_grad=False), EXACT_TOP)
-            setattr(parent, name, layer(child.weight, child.bias, hessians.get(by_id[id(child)]), *exact))
+                jobs.append((parent, list(names), [children.pop(n) for n in names]))
+        jobs += [(parent, [n], [c]) for n, c in children.items()]
+    weights = [torch.cat([m.weight.detach() for m in members]) for _p, _n, members in jobs]
+    keys = [by_id[id(members[0])] for _p, _n, members in jobs]
+    rounded: dict[int, tuple[Any, Any]] = {}
+    groups: dict[tuple[Any, bool], list[int]] = {}
+    for i, (w, key) in enumerate(zip(weights, keys, strict=True)):
+        groups.setdefault((tuple(w.shape), key in hessians), []).append(i)
+    for (_shape, calibrated), idx in groups.items():
+        h = torch.stack([hessians[keys[i]] for i in idx]) if calibrated else None
+        q, scale = gptq_int8(torch.stack([weights[i] for i in idx]), h)
+        rounded.update({i: (q[j], scale[j]) for j, i in enumerate(idx)})
+    layer = int8_weight_linear()
+    for i, (parent, names, members) in enumerate(jobs):
+        bias = None
+        if any(m.bias is not None for m in members):
+            bias = torch.cat([m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)
+                              for m in members])
+        exact: tuple[Any, int] = (None, 0)
+        if members[0] is out:  # the tied embedding, else a bf16 copy (read EXACT_TOP rows a token)
+            exact = (inp.weight if tied else torch.nn.Parameter(
+                out.weight.detach().to(torch.bfloat16), requires_grad=False), EXACT_TOP)
+        new = layer(weights[i], bias, None, *exact, rounded=rounded.pop(i))
+        if len(members) == 1:
+            setattr(parent, names[0], new)
+            continue
+        group = SiblingOutputs([m.out_features for m in members], new)
+        for j, name in enumerate(names):
+            setattr(parent, name, _int8_slice()(group, j, new))
     return model.to(torch.bfloat16)
 
 

@@ -14,6 +14,7 @@ MODEL_HELP = ("'local' (the embedded default model), a local checkpoint folder, 
               "a local model takes a weight "
               "precision after '@': local@int8 or CKPT@int8 (int8 Linear layers on the CPU: fewer bytes "
               "per token, outputs differ slightly from fp32), @int8h (int8 with an fp32 output layer), "
+              "@int8w (int8 weights rounded by GPTQ, bf16 inputs: needs a CPU with bf16 instructions), "
               "@bf16, @fp32 (the CPU default), or @auto (bf16 where the CPU multiplies bf16 in "
               "hardware or on a GPU, else fp32)")
 

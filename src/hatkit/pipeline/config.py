@@ -51,11 +51,11 @@ class PipelineConfig(BaseModel):
     train: dict[Literal["sft", "opd", "rl"], dict[str, Any]] = Field(
         default_factory=dict, description="Per-stage overrides of the stage's TRL-based config "
         "(field name -> value), applied over the stage's own profile.")
-    eval_precision: Literal["fp32", "bf16", "int8", "int8h", "auto"] | None = Field(
+    eval_precision: Literal["fp32", "bf16", "int8", "int8h", "int8w", "auto"] | None = Field(
         default=None, description="Weight precision the evaluation suites decode local models "
         "in (None: as loaded, fp32 on the CPU; auto: bf16 where the CPU multiplies bf16 in "
         "hardware or on a GPU, else fp32; see hatkit.models.precision.resolve_precision for "
-        "the paired quality checks). int8 and int8h run on the CPU only.")
+        "the paired quality checks). int8, int8h and int8w run on the CPU only.")
     eval_sizes: dict[str, int] = Field(
         default_factory=dict, description="Items per evaluation suite (suite name -> count) over "
         "the suites' own sizes for the profile (hatkit.evals QUICK_SIZES / DEFAULT_SIZES).")
