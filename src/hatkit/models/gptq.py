@@ -76,8 +76,10 @@ def gptq_int8(weight: Any, hessian: Any | None, *, act_order: bool = True) -> tu
     w = torch.gather(w, 2, order[:, None, :].expand_as(w)).transpose(1, 2).contiguous()  # [L, in, out]
     h = h[torch.arange(layers)[:, None, None], order[:, :, None], order[:, None, :]]
     h += DAMP * diag.mean(-1)[:, None, None] * torch.eye(cols)
-    # the upper Cholesky factor of H^-1: row i holds how column i's error spreads onto the rest
-    hinv = torch.linalg.cholesky(torch.cholesky_inverse(torch.linalg.cholesky(h)), upper=True)
+    # the upper Cholesky factor U of H^-1 (row i: how column i's error spreads onto the rest),
+    # from one factorisation: with J the reversal, J H J = L L^T gives H^-1 = U^T U, U = J L^-1 J
+    low = torch.linalg.cholesky(h.flip(-1, -2))
+    hinv = torch.linalg.solve_triangular(low, torch.eye(cols).expand_as(low), upper=False).flip(-1, -2)
     q = torch.zeros_like(w)
     inv_scale = 1 / scale[:, None, :]
     for lo in range(0, cols, BLOCK):
