@@ -31,8 +31,9 @@ MODEL_LOAD_S = 3.0
 EVAL_S_PER_ITEM = 5.0  # an item of a trained quick model, suites decoding batches of 16 with the
 # row cache: make run at 4bf8c3c, Fixed-SFT 362 s and HSA-SFT 617 s for 96 items each (the second
 # while other jobs shared the cores); 7.0 s was measured in batches of 8 before
-EVAL_SPEED = {"bf16": 244 / 154, "int8": 271 / 123, "int8h": 244 / 167}  # over fp32, the same 40
-# live_qa cases of a trained quick checkpoint on 2 AVX512-BF16 cores (models.precision)
+EVAL_SPEED = {"bf16": 244 / 154, "int8": 271 / 123, "int8h": 244 / 167, "int8w": 9.00 / 6.69}  # over
+# fp32, the same 40 live_qa cases of a trained quick checkpoint on 2 AVX512-BF16 cores
+# (models.precision); int8w: 300 cases of a cpu-sitting Fixed-SFT, one thread each, side by side
 SFT_ROW_TOKENS = 1550  # mean row of the quick data (fixed ~1,450, hsa ~1,650 tokens)
 
 
