@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .calibration import fold_inputs
+
 DAMP = 0.01
 """Added to H's diagonal, as a share of its mean: the calibration text has fewer tokens than
 an MLP layer has inputs, so H is singular without it."""
@@ -26,24 +28,10 @@ BLOCK = 32
 def input_hessians(model: Any, ids: Any, layers: dict[str, Any]) -> dict[str, Any]:
     """name -> sum of x x^T (fp32, [in, in]) over the inputs each of `layers` (name -> Linear)
     sees in one forward pass of `ids` ([1, n] token ids)."""
-    import torch
+    def add(total: Any, x: Any) -> Any:
+        return x.T @ x if total is None else total + x.T @ x
 
-    hessians: dict[str, Any] = {}
-
-    def hook(name: str) -> Any:
-        def record(_module: Any, args: tuple[Any, ...], _out: Any) -> None:
-            x = args[0].detach().reshape(-1, args[0].shape[-1]).float()
-            hessians[name] = hessians[name] + x.T @ x if name in hessians else x.T @ x
-        return record
-
-    hooks = [m.register_forward_hook(hook(n)) for n, m in layers.items()]
-    try:
-        with torch.inference_mode():
-            model(input_ids=ids.to(model.device))
-    finally:
-        for h in hooks:
-            h.remove()
-    return hessians
+    return fold_inputs(model, ids, layers, add)
 
 
 def gptq_int8(weight: Any, hessian: Any | None, *, act_order: bool = True) -> tuple[Any, Any]:

@@ -37,6 +37,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from .calibration import fold_inputs
 from .siblings import SiblingOutputs
 
 PRECISIONS = ("fp32", "bf16", "int8", "int8h", "int8w")
@@ -272,16 +273,51 @@ def apply_precision(model: Any, precision: str, calibration: Any = None) -> Any:
     out = model.get_output_embeddings()
     keep = {id(out)} if precision == "int8h" else set()
     for parent in list(model.modules()):
-        linears = {n: c for n, c in parent.named_children()
-                   if isinstance(c, torch.nn.Linear) and id(c) not in keep}
-        for names in FUSED:
-            if all(n in linears for n in names) and len({linears[n].in_features for n in names}) == 1:
-                _fuse(parent, [(n, linears.pop(n)) for n in names], ranges)
-        for name, child in linears.items():
-            smooth = _smooth(ranges.get(id(child)), [child.weight])
+        for names, members in _linear_groups(parent, keep):
+            smooth = _smooth(ranges.get(id(members[0])), [m.weight for m in members])
+            if len(members) > 1:
+                fused = int8_linear()(torch.cat([m.weight for m in members]), _fused_bias(members), smooth)
+                _install(parent, names, members, fused)
+                continue
+            child = members[0]
             exact = (child.weight, EXACT_TOP) if child is out else (None, 0)
-            setattr(parent, name, int8_linear()(child.weight, child.bias, smooth, *exact))
+            setattr(parent, names[0], int8_linear()(child.weight, child.bias, smooth, *exact))
     return model
+
+
+def _linear_groups(parent: Any, keep: set[int] | frozenset[int] = frozenset(),
+                   ) -> list[tuple[list[str], list[Any]]]:
+    """`parent`'s Linear children (those not in `keep`, by id) as (names, layers): each FUSED
+    group of siblings with one input width first, then every other layer alone."""
+    import torch
+
+    children = {n: c for n, c in parent.named_children()
+                if isinstance(c, torch.nn.Linear) and id(c) not in keep}
+    groups = []
+    for siblings in FUSED:
+        if all(n in children for n in siblings) and len({children[n].in_features for n in siblings}) == 1:
+            groups.append((list(siblings), [children.pop(n) for n in siblings]))
+    return groups + [([n], [c]) for n, c in children.items()]
+
+
+def _fused_bias(members: list[Any]) -> Any:
+    """The members' biases end to end (zeros for a member without one), or None if none has one."""
+    import torch
+
+    if all(m.bias is None for m in members):
+        return None
+    return torch.cat([m.bias if m.bias is not None else m.weight.new_zeros(m.out_features) for m in members])
+
+
+def _install(parent: Any, names: list[str], members: list[Any], layer: Any) -> None:
+    """Put `layer` (computing the members' outputs end to end) in place of the members: itself
+    for one, an Int8Slice per member reading one shared call for several."""
+    if len(members) == 1:
+        setattr(parent, names[0], layer)
+        return
+    group = SiblingOutputs([m.out_features for m in members], layer)
+    for i, name in enumerate(names):
+        setattr(parent, name, _int8_slice()(group, i, layer))
 
 
 def _to_int8_weights(model: Any, calibration: Any) -> Any:
@@ -298,13 +334,8 @@ def _to_int8_weights(model: Any, calibration: Any) -> Any:
     by_id = {id(m): n for n, m in linears.items()}
     out, inp = model.get_output_embeddings(), model.get_input_embeddings()
     tied = out is not None and inp is not None and out.weight is inp.weight
-    jobs: list[tuple[Any, list[str], list[Any]]] = []  # (parent, names, their Linears)
-    for parent in list(model.modules()):
-        children = {n: c for n, c in parent.named_children() if isinstance(c, torch.nn.Linear)}
-        for siblings in FUSED:
-            if all(n in children for n in siblings) and len({children[n].in_features for n in siblings}) == 1:
-                jobs.append((parent, list(siblings), [children.pop(n) for n in siblings]))
-        jobs += [(parent, [n], [c]) for n, c in children.items()]
+    jobs = [(parent, names, members) for parent in list(model.modules())
+            for names, members in _linear_groups(parent)]
     weights = [torch.cat([m.weight.detach() for m in members]) for _p, _n, members in jobs]
     keys = [by_id[id(members[0])] for _p, _n, members in jobs]
     rounded: dict[int, tuple[Any, Any]] = {}
@@ -317,21 +348,12 @@ def _to_int8_weights(model: Any, calibration: Any) -> Any:
         rounded.update({i: (q[j], scale[j]) for j, i in enumerate(idx)})
     layer = int8_weight_linear()
     for i, (parent, names, members) in enumerate(jobs):
-        bias = None
-        if any(m.bias is not None for m in members):
-            bias = torch.cat([m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)
-                              for m in members])
         exact: tuple[Any, int] = (None, 0)
         if members[0] is out:  # the tied embedding, else a bf16 copy (read EXACT_TOP rows a token)
             exact = (inp.weight if tied else torch.nn.Parameter(
                 out.weight.detach().to(torch.bfloat16), requires_grad=False), EXACT_TOP)
-        new = layer(weights[i], bias, None, *exact, rounded=rounded.pop(i))
-        if len(members) == 1:
-            setattr(parent, names[0], new)
-            continue
-        group = SiblingOutputs([m.out_features for m in members], new)
-        for j, name in enumerate(names):
-            setattr(parent, name, _int8_slice()(group, j, new))
+        _install(parent, names, members,
+                 layer(weights[i], _fused_bias(members), None, *exact, rounded=rounded.pop(i)))
     return model.to(torch.bfloat16)
 
 
@@ -339,20 +361,12 @@ def _input_ranges(model: Any, ids: Any) -> dict[int, Any]:
     """id(Linear) -> the largest |input| of each input channel over one fp32 pass of `ids`."""
     import torch
 
-    ranges: dict[int, Any] = {}
+    def widest(seen: Any, x: Any) -> Any:
+        now = x.abs().amax(0)
+        return now if seen is None else torch.maximum(seen, now)
 
-    def hook(module: Any, args: tuple[Any, ...], _out: Any) -> None:
-        seen = args[0].detach().abs().reshape(-1, args[0].shape[-1]).amax(0).float()
-        ranges[id(module)] = torch.maximum(ranges[id(module)], seen) if id(module) in ranges else seen
-
-    hooks = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    try:
-        with torch.inference_mode():
-            model(input_ids=ids.to(model.device))
-    finally:
-        for h in hooks:
-            h.remove()
-    return ranges
+    linears = {id(m): m for m in model.modules() if isinstance(m, torch.nn.Linear)}
+    return fold_inputs(model, ids, linears, widest)
 
 
 def _smooth(seen: Any, weights: list[Any]) -> Any:
@@ -363,21 +377,6 @@ def _smooth(seen: Any, weights: list[Any]) -> Any:
         return None
     w = torch.cat([x.detach().float() for x in weights]).abs().amax(0).clamp_min(1e-5)
     return (seen.clamp_min(1e-5) ** SMOOTH_ALPHA / w ** (1 - SMOOTH_ALPHA)).clamp(1e-3, 1e3)
-
-
-def _fuse(parent: Any, members: list[tuple[str, Any]], ranges: dict[int, Any]) -> None:
-    import torch
-
-    layers = [m for _, m in members]
-    bias = None
-    if any(m.bias is not None for m in layers):
-        bias = torch.cat([m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)
-                          for m in layers])
-    smooth = _smooth(ranges.get(id(layers[0])), [m.weight for m in layers])
-    fused = int8_linear()(torch.cat([m.weight for m in layers]), bias, smooth)
-    group = SiblingOutputs([m.out_features for m in layers], fused)
-    for i, (name, _m) in enumerate(members):
-        setattr(parent, name, _int8_slice()(group, i, fused))
 
 
 def precision_of(model: Any) -> str:
