@@ -54,6 +54,22 @@ def tiny_requests(model: Any, questions: list[str], **kw: Any) -> list[Any]:
     return reqs
 
 
+def teacher_forced_agreement(reference: Any, other: Any, questions: list[str],
+                             max_new_tokens: int) -> list[float]:
+    """Per question: the share of `reference`'s greedy reply tokens that `other` (a LocalModel
+    of the same tokenizer) picks at each position, given the reference's history."""
+    import torch
+
+    shares = []
+    for req in tiny_requests(reference, questions, max_new_tokens=max_new_tokens):
+        ref = reference.generate([req])[0].token_ids or []
+        ids = torch.tensor([list(req.prompt_ids or []) + ref[:-1]])
+        with torch.inference_mode():
+            picks = other.model(ids).logits[0, -len(ref):].argmax(-1).tolist()
+        shares.append(sum(a == b for a, b in zip(picks, ref, strict=True)) / len(ref))
+    return shares
+
+
 CORPUS = [
     "Hello there, how much is the lamp? The lamp costs $49.90 today.",
     "Is the blue scarf in stock? Yes, 12 are left and shipping is free over $99.",

@@ -13,7 +13,7 @@ from hatkit.models.gptq import gptq_int8
 from hatkit.models.local import LocalModel
 from hatkit.models.precision import EXACT_TOP, apply_precision, int8_weight_linear, precision_of
 from hatkit.models.select import load_model
-from tiny import tiny_llama, tiny_requests, tiny_tokenizer
+from tiny import teacher_forced_agreement, tiny_llama, tiny_requests, tiny_tokenizer
 
 QUESTIONS = ["price?", "is the red mug in stock in size m?", "hi", "when does it ship to chicago?",
              "what colours?", "can I return it if it does not fit?"]
@@ -111,14 +111,8 @@ def test_int8w_greedy_tokens_mostly_agree_with_fp32() -> None:
     same token (the real model: 0.955 on the decode bench's prompts, bf16 0.987)."""
     shares = []
     for seed in (1, 2):
-        fp32 = _model("fp32", seed=seed)
-        int8w = _model("int8w", seed=seed)
-        for req in tiny_requests(fp32, QUESTIONS, max_new_tokens=24):
-            ref = fp32.generate([req])[0].token_ids or []
-            ids = torch.tensor([list(req.prompt_ids or []) + ref[:-1]])
-            with torch.inference_mode():
-                picks = int8w.model(ids).logits[0, -len(ref):].argmax(-1).tolist()
-            shares.append(sum(a == b for a, b in zip(picks, ref, strict=True)) / len(ref))
+        shares += teacher_forced_agreement(_model("fp32", seed=seed), _model("int8w", seed=seed),
+                                           QUESTIONS, max_new_tokens=24)
     assert sum(shares) / len(shares) >= 0.8, shares
 
 

@@ -12,7 +12,7 @@ import torch
 from hatkit.models.local import LocalModel
 from hatkit.models.precision import apply_precision, int8_linear, precision_of, resolve_precision
 from hatkit.models.select import load_model, split_precision
-from tiny import tiny_llama, tiny_requests, tiny_tokenizer
+from tiny import teacher_forced_agreement, tiny_llama, tiny_requests, tiny_tokenizer
 
 QUESTIONS = ["price?", "is the red mug in stock in size m?", "hi", "when does it ship to chicago?",
              "what colours?", "can I return it if it does not fit?"]
@@ -103,14 +103,8 @@ def test_int8_greedy_tokens_mostly_agree_with_fp32() -> None:
     token (means 0.84-0.94 over seeds 1-6 on this tiny model; the real model: bench/decode.py)."""
     shares = []
     for seed in (1, 2):
-        fp32 = _model("fp32", seed=seed)
-        int8 = _model("int8", seed=seed)
-        for req in tiny_requests(fp32, QUESTIONS, max_new_tokens=24):
-            ref = fp32.generate([req])[0].token_ids or []
-            ids = torch.tensor([list(req.prompt_ids or []) + ref[:-1]])
-            with torch.inference_mode():
-                picks = int8.model(ids).logits[0, -len(ref):].argmax(-1).tolist()
-            shares.append(sum(a == b for a, b in zip(picks, ref, strict=True)) / len(ref))
+        shares += teacher_forced_agreement(_model("fp32", seed=seed), _model("int8", seed=seed),
+                                           QUESTIONS, max_new_tokens=24)
     assert sum(shares) / len(shares) >= 0.75, shares
 
 
