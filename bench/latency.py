@@ -16,7 +16,7 @@ from _common import tiny_local_model
 from hatkit.serve.latency import main as latency_main
 
 SMOKE = ["--questions", "2", "--concurrency", "1,2", "--max-new-tokens", "6", "--domain-prompts",
-         "1", "--domain-tokens", "6", "--draft-layers", "1"]
+         "1", "--domain-tokens", "6", "--draft-layers", "1", "--reply-prompts", "0"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -10,6 +10,9 @@ domain     "domain replies": rendered harness + user question + one tool result 
            `tool_turns`; live commerce: get_product_details' catalog JSON), `--domain-tokens`
            greedy tokens with and without prompt lookup: tokens/s, speed-up, acceptance rate,
            identical output.
+held-out   the agent's own replies after a tool result, in the conversation it really has
+           (its own tool call, the tool's real output): test-split questions through the
+           greedy agent loop, each reply's prompt as the loop sent it, then every mode on it.
 mtp        trained draft heads on the target's hidden state (`hatkit train draft`; `--model CKPT`
            finds CKPT/draft_heads, or `--heads DIR`).
 assisted   decoding with a draft model: `--draft-model PATH` (a checkpoint folder with the same
@@ -101,6 +104,32 @@ def domain_requests(agent: Agent, n: int, max_new: int, domain: Domain) -> list[
     return reqs
 
 
+def agent_reply_requests(agent: Agent, messages: Sequence[str], n: int, max_new: int) -> list[ModelRequest]:
+    """Up to `n` prompts of the agent's own replies after a tool result: `messages` through the
+    greedy agent loop; of each episode whose last model call followed a tool's output, that
+    call's prompt, token for token as the loop sent it (the conversation with the model's own
+    tool call and the tool's real result). Held-out domain replies, in the shape the agent
+    meets them; the tool turns above give the tool result without the call that asked for it."""
+    reqs: list[ModelRequest] = []
+    for trace in agent.run_many(list(messages)):
+        if len(reqs) == n or not trace.has_tokens() or trace.events_of("model_error"):
+            continue
+        made = [s for s in trace.spans if s.generated and s.source == "model"]
+        if not made:
+            continue
+        last = made[-1].turn
+        if not any(s.segment == "tool_output" and s.turn == last for s in trace.spans):
+            continue
+        ids: list[int] = []
+        for s in trace.spans:
+            if s.turn == last and s.generated:
+                break
+            ids += s.token_ids or []
+        reqs.append(ModelRequest((), prompt_ids=ids, prefix_len=len(agent.prefix_ids or []),
+                                 max_new_tokens=max_new))
+    return reqs
+
+
 def run_domain(model: LocalModel, reqs: list[ModelRequest]) -> dict[str, Any]:
     before = dict(model.stats)
     ids: list[list[int]] = []
@@ -132,6 +161,9 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
                     "measured (default live_commerce)")
     ap.add_argument("--domain-prompts", type=int, default=4, help="domain-reply prompts")
     ap.add_argument("--domain-tokens", type=int, default=96, help="greedy tokens per domain reply")
+    ap.add_argument("--reply-prompts", type=int, default=8, help="held-out agent replies: test-split "
+                    "questions through the greedy agent loop, each reply after a tool result "
+                    "measured in every mode from the prompt the loop sent (0: not measured)")
     ap.add_argument("--num-draft", type=int, default=8, help="prompt-lookup draft length")
     ap.add_argument("--max-ngram", type=int, default=3)
     ap.add_argument("--min-ngram", type=int, default=2, help="shortest tail n-gram to draft from")
@@ -182,11 +214,15 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
         m.generate([replace(reqs[0], max_new_tokens=2)])
 
     # -- domain replies: every mode on the same prompts --
-    replies = {name: run_domain(m, reqs) for name, m in modes.items()}
-    ref = replies["greedy"]
-    for r in replies.values():
-        r["identical"] = sum(a == b for a, b in zip(ref["ids"], r["ids"], strict=True))
-        r["speedup"] = r["tokens_per_s"] / ref["tokens_per_s"] if ref["tokens_per_s"] else 0.0
+    replies = _compare(modes, reqs)
+    held: dict[str, dict[str, Any]] = {}
+    if args.reply_prompts:
+        tests = [q.text for q in domain.questions(harness.rules, n=3 * args.reply_prompts, seed=0,
+                                                    split="test")]
+        held_reqs = agent_reply_requests(agents["greedy"], tests, args.reply_prompts, args.domain_tokens)
+        if not held_reqs:
+            raise SystemExit("latency: no test question led to a reply after a tool result; no verdict")
+        held = _compare(modes, held_reqs)
 
     # -- agent loop: greedy at every concurrency, speculative modes at 1 --
     agent_rows: dict[str, dict[str, Any]] = {}
@@ -212,13 +248,9 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
         acc = f"{r['acceptance']:.1%}" if "acceptance" in r else "-"
         print(f"{name:24} {r['episodes']:4d} {r['p50_s']:7.2f} {r['p95_s']:7.2f} {r['p99_s']:7.2f} "
               f"{r['ttft_p50_s']:9.3f} {r['tokens_per_s']:7.1f} {acc:>7} {r.get('identical', '-')!s:>5}")
-    print(f"\n{'domain replies':24} {'tokens':>7} {'seconds':>8} {'tok/s':>7} {'decode tok/s':>13} "
-          f"{'speed-up':>9} {'accept':>7} {'tok/pass':>8} {'same':>5}")
-    for name, r in replies.items():
-        acc = f"{r['acceptance']:.1%}" if name != "greedy" else "-"
-        print(f"{name:24} {r['tokens']:7d} {r['seconds']:8.2f} {r['tokens_per_s']:7.1f} "
-              f"{r['decode_tokens_per_s']:13.1f} {r['speedup']:8.2f}x {acc:>7} "
-              f"{r['tokens_per_pass']:8.2f} {r['identical']}/{len(reqs)}")
+    for title, rows in (("domain replies", replies), ("held-out agent replies", held)):
+        if rows:
+            _print_replies(title, rows)
     best = max((r["speedup"] for n, r in replies.items() if n != "greedy"), default=0.0)
     print(f"goal >= 1.5x tokens/s on domain replies: {'met' if best >= 1.5 else 'NOT met'} "
           f"(best {best:.2f}x)")
@@ -238,11 +270,34 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
         "max_new_tokens": args.max_new_tokens, "agent": {k: clean(v) for k, v in agent_rows.items()},
         "domain": {"prompts": len(reqs), "max_new_tokens": args.domain_tokens,
                    **{k: clean(v) for k, v in replies.items()}},
+        "heldout_replies": {"prompts": held["greedy"]["prompts"], "max_new_tokens": args.domain_tokens,
+                            **{k: clean(v) for k, v in held.items()}} if held else None,
         "draft": getattr(args, "draft_desc", None), "peak_rss_mb": round(peak_mb, 1),
         "rss_growth_concurrency_mb": round(rss_growth_mb, 1),
         "hatkit": __version__, "torch": torch.__version__, "python": platform.python_version(),
         "threads": torch.get_num_threads(),
     }))
+
+
+def _compare(modes: dict[str, LocalModel], reqs: list[ModelRequest]) -> dict[str, dict[str, Any]]:
+    """Every mode on the same prompts; speed-up and identical output against greedy's."""
+    rows = {name: run_domain(m, reqs) for name, m in modes.items()}
+    ref = rows["greedy"]
+    for r in rows.values():
+        r["prompts"] = len(reqs)
+        r["identical"] = sum(a == b for a, b in zip(ref["ids"], r["ids"], strict=True))
+        r["speedup"] = r["tokens_per_s"] / ref["tokens_per_s"] if ref["tokens_per_s"] else 0.0
+    return rows
+
+
+def _print_replies(title: str, rows: dict[str, dict[str, Any]]) -> None:
+    print(f"\n{title:24} {'tokens':>7} {'seconds':>8} {'tok/s':>7} {'decode tok/s':>13} "
+          f"{'speed-up':>9} {'accept':>7} {'tok/pass':>8} {'same':>5}")
+    for name, r in rows.items():
+        acc = f"{r['acceptance']:.1%}" if name != "greedy" else "-"
+        print(f"{name:24} {r['tokens']:7d} {r['seconds']:8.2f} {r['tokens_per_s']:7.1f} "
+              f"{r['decode_tokens_per_s']:13.1f} {r['speedup']:8.2f}x {acc:>7} "
+              f"{r['tokens_per_pass']:8.2f} {r['identical']}/{r['prompts']}")
 
 
 def _decoders(base: LocalModel, args: argparse.Namespace) -> dict[str, LocalModel]:
