@@ -133,3 +133,41 @@ def test_chat_repl_keeps_the_conversation(monkeypatch: pytest.MonkeyPatch, tmp_p
 def test_bad_model_spec_is_a_clear_error() -> None:
     result = runner.invoke(app, ["ask", "hi", "--model", "gpt-banana"])
     assert result.exit_code == 1 and "unknown model 'gpt-banana'" in result.output
+
+
+def test_progress_speaks_in_a_log_file_once_per_tenth_and_per_phase() -> None:
+    import io
+
+    from rich.console import Console
+
+    from hatkit.cli._common import LoggedProgress
+
+    log = io.StringIO()
+    bar = LoggedProgress(console=Console(file=log, force_terminal=False))
+    task = bar.add_task("reading", total=None)
+    with bar:
+        for i in range(1, 201):
+            bar.update(task, completed=i, total=200)
+        bar.update(task, description="training", completed=0, total=7)
+        for i in range(1, 8):
+            bar.update(task, completed=i)
+    lines = [ln for ln in log.getvalue().splitlines() if ": " in ln]
+    assert [ln.split(" (")[0] for ln in lines[:3]] == ["reading: 1/200", "reading: 20/200", "reading: 40/200"]
+    assert sum(ln.startswith("reading") for ln in lines) == 11  # 1, then each tenth up to 200
+    assert [ln.split(" (")[0] for ln in lines if ln.startswith("training")] == [
+        f"training: {i}/7" for i in range(8)]
+
+
+def test_progress_on_a_terminal_prints_no_lines() -> None:
+    import io
+
+    from rich.console import Console
+
+    from hatkit.cli._common import LoggedProgress
+
+    log = io.StringIO()
+    bar = LoggedProgress(console=Console(file=log, force_terminal=True), auto_refresh=False)
+    task = bar.add_task("reading", total=10)
+    for i in range(10):
+        bar.update(task, completed=i + 1)
+    assert "reading: " not in log.getvalue()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -11,6 +11,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -71,8 +72,31 @@ def _repo(folder: str) -> HarnessRepo:
         raise _fail(str(exc)) from None
 
 
+class LoggedProgress(Progress):
+    """A rich Progress that also speaks when stderr is not a terminal (a log file, CI, `nohup`):
+    there rich draws nothing until the work ends, so a long job looked hung. It prints one
+    plain line per tenth of each task's total and whenever a task's description changes."""
+
+    def __init__(self, *columns: Any, **kwargs: Any) -> None:
+        super().__init__(*columns, **kwargs)
+        self._said: dict[TaskID, tuple[str, int]] = {}
+
+    def update(self, task_id: TaskID, **kwargs: Any) -> None:
+        super().update(task_id, **kwargs)
+        if self.console.is_terminal:
+            return
+        task = self._tasks[task_id]
+        tenth = int(10 * task.completed / task.total) if task.total else -1
+        last = self._said.get(task_id)
+        if last is None or last[0] != task.description or tenth > last[1]:
+            total = f"/{task.total:g}" if task.total else ""
+            self.console.print(f"{task.description}: {task.completed:g}{total} ({task.elapsed or 0:.0f} s)",
+                               highlight=False, markup=False)
+            self._said[task_id] = (task.description, tenth)
+
+
 def _progress_bar(label: str) -> tuple[Progress, Callable[[int, int], None]]:
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    bar = LoggedProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TimeRemainingColumn(), console=err)
     task = bar.add_task(label, total=None)
 

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..models.default_model import DefaultModelError
 from ..models.select import MODEL_HELP
-from ._common import DomainOpt, _domain, _fail, _load, _say, app, console, err
+from ._common import DomainOpt, LoggedProgress, _domain, _fail, _load, _say, app, console, err
 
 _SUITES_HELP = ("live_qa, variant_qa, general_if, faults, safety, lengths, latency, or 'all' "
                 "(lengths and latency are measured on live_qa's traces).")
@@ -77,8 +77,8 @@ def eval_suite(
             raise _fail("--max-new-tokens must be at least 1")
         settings = settings.model_copy(update={"max_new_tokens": max_new_tokens,
                                                "if_max_new_tokens": max_new_tokens})
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=err)
+    bar = LoggedProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                         TimeElapsedColumn(), console=err)
     tasks: dict[str, TaskID] = {}
 
     def progress(name: str, done: int, total: int) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
 
-from ._common import DomainOpt, HarnessOpt, LocaleOpt, _fail, _harness_for, _say, app, err
+from ._common import DomainOpt, HarnessOpt, LocaleOpt, LoggedProgress, _fail, _harness_for, _say, app, err
 
 export_app = typer.Typer(help="Export a checkpoint for another runtime.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
@@ -46,8 +46,8 @@ def gguf(
         folder = resolve_model(checkpoint)
     except (ValueError, DefaultModelError) as exc:
         raise _fail(str(exc)) from None
-    bar = Progress(TextColumn("writing {task.description}"), BarColumn(), DownloadColumn(),
-                   TimeRemainingColumn(), console=err)
+    bar = LoggedProgress(TextColumn("writing {task.description}"), BarColumn(), DownloadColumn(),
+                         TimeRemainingColumn(), console=err)
     task = bar.add_task(out.name, total=None)
     try:
         with bar:

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..pipeline.estimate import time_left
-from ._common import DomainOpt, _domain, _fail, _say, app, console, err
+from ._common import DomainOpt, LoggedProgress, _domain, _fail, _say, app, console, err
 
 
 def _quiet_libraries() -> None:
@@ -118,8 +118,8 @@ def run_cmd(
     _sft_plans(run, cfg, [s for s in stages if s.name not in done])
     if plan_only:
         return
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), console=err, transient=True)
+    bar = LoggedProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                         TimeElapsedColumn(), console=err, transient=True)
     started = time.time()
 
     def on_start(stage: Any, skipped: bool) -> Any:

@@ -10,7 +10,6 @@ import typer
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
-    Progress,
     TaskID,
     TextColumn,
 )
@@ -23,6 +22,7 @@ from ..models.select import MODEL_HELP, load_model
 from ..sim.truth import Question
 from ._common import (
     DomainOpt,
+    LoggedProgress,
     _domain,
     _fail,
     _load,
@@ -139,7 +139,7 @@ def data_build(
                              domain=dom, harness=base.root if base is not None else None,
                              think=cast(Literal["short", "long"], think), hsa_base=hsa_base,
                              hsa_base_share=hsa_base_share)
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err)
+    bar = LoggedProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err)
     tasks: dict[str, TaskID] = {}
 
     def update(label: str, done: int, total: int) -> None:
