@@ -221,3 +221,39 @@ def test_verify_branches_keeps_the_longer_branch_and_moves_its_keys_and_values()
                                 [True, True, True, True, False, False],
                                 [True, True, True, True, True, False],
                                 [True, True, True, False, False, True]]
+
+
+def test_propose_cuts_the_draft_where_the_heads_joint_probability_falls_below_the_bar() -> None:
+    net, tok = _target(4)
+    heads = MTPHeads.for_target(net, range(len(tok)), num_heads=4)
+    with torch.no_grad():
+        for block in heads.blocks:
+            block.weight.normal_(0, 0.5)
+    for seed in range(5):
+        h = torch.randn(net.config.hidden_size, generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            conf, best = heads.logits(h[None])[0].softmax(-1).max(-1)
+        joint = conf.cumprod(0)
+        full = heads.propose(h, 4)
+        assert full == [int(t) for t in heads.token_ids[best]]
+        for bar in (0.0, float(joint[1]), float(joint[1]) + 1e-6, float(joint[3]), 1.0):
+            want = sum(float(j) >= bar for j in joint) if bar > 0 else 4
+            assert heads.propose(h, 4, bar) == full[:want], (seed, bar)
+        assert heads.propose(h, 2, 0.0) == full[:2] and heads.propose(h, 0, 0.5) == []
+
+
+def test_a_confidence_bar_keeps_greedy_output_and_drafts_fewer_tokens() -> None:
+    net, tok = _target(2)
+    plain = LocalModel(net, tok, "tiny")
+    heads = MTPHeads.for_target(net, range(len(tok)), num_heads=3)
+    drafted = []
+    for bar in (0.0, 0.05, 0.5):
+        spec = LocalModel(net, tok, "tiny", draft_heads=heads, lookup_branch=2, draft_confidence=bar)
+        for system, q in CASES:
+            req = _request(plain, system, q, max_new_tokens=24)
+            want, got = plain.generate([req])[0], spec.generate([req])[0]
+            assert got.token_ids == want.token_ids and got.finish_reason == want.finish_reason, (bar, q)
+        drafted.append(spec.stats["spec_drafted"] / spec.stats["spec_steps"])
+    assert drafted[0] > drafted[1] > drafted[2], drafted  # at 0: all 3 but near max_new_tokens
+    with pytest.raises(ValueError, match="draft_confidence"):
+        LocalModel(net, tok, "tiny", draft_heads=heads, draft_confidence=1.5)

@@ -300,7 +300,8 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
                            num_draft: int = 8, max_ngram: int = 3, min_ngram: int = 1,
                            stats: SpecStats | None = None, adaptive: bool = True,
                            on_token: OnToken | None = None, heads: Any = None,
-                           lookup_branch: int = 0) -> tuple[RowResult, float]:
+                           lookup_branch: int = 0, draft_confidence: float = 0.0,
+                           ) -> tuple[RowResult, float]:
     """Greedy decoding of one row with prompt-lookup speculation, or with trained MTP `heads`
     (models.mtp) drafting from the hidden state of the target's last pass; same tokens as
     `decode_batch`.
@@ -318,8 +319,9 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
     branch beside the heads' draft (the rows of each branch see only the pending token and
     their own branch), and keeps the branch the target confirms further: a reply copying a
     product name or price from a tool result is drafted by lookup, other text by the heads.
-    The heads then draft their full number of tokens every pass (a verify pass of up to about
-    8 rows costs about the same on a CPU, so shrinking the draft saves nothing).
+    The heads then draft up to their full number of tokens every pass (a verify pass of up to
+    about 8 rows costs about the same on a CPU, so shrinking the draft saves nothing), cut where
+    the heads' joint probability falls below `draft_confidence` (MTPHeads.propose).
     """
     import torch
     from transformers import StaticCache
@@ -371,7 +373,7 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
             branch: list[int] = []
             if heads is not None:
                 draft = heads.propose(state, min(heads.meta.num_heads if branching else k, room,
-                                                 heads.meta.num_heads))
+                                                 heads.meta.num_heads), draft_confidence)
                 if branching and room > 0:
                     branch = prompt_lookup_draft(seq, max_ngram=max_ngram, min_ngram=max(2, min_ngram),
                                                  num_draft=min(lookup_branch, room))

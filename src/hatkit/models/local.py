@@ -61,7 +61,8 @@ class LocalModel:
                  min_ngram: int = 1, draft_model: Any = None, draft_tokenizer: Any = None,
                  draft_tokens: int = 5, precision: str | None = None,
                  row_cache_size: int = 32, draft_heads: Any = None,
-                 pack_weights: bool = True, lookup_branch: int = LOOKUP_BRANCH) -> None:
+                 pack_weights: bool = True, lookup_branch: int = LOOKUP_BRANCH,
+                 draft_confidence: float | None = None) -> None:
         """`precision` ("fp32", "bf16", "int8", "int8h", "int8w", "auto"; None: as loaded) converts
         `model`'s weights in place (pass a copy to keep the original); `self.precision` names
         what it runs in.
@@ -77,7 +78,9 @@ class LocalModel:
         propose up to their number of tokens per pass, at almost no cost of their own; passing
         draft_heads alone selects it; each verify pass also checks up to `lookup_branch` tokens
         copied from the context by prompt lookup as a second branch (0: heads only; see
-        `decode_one_speculative`). Counters go to `stats` (spec_drafted, spec_accepted, ...).
+        `decode_one_speculative`); a draft stops before the first guess where the heads' joint
+        probability falls below `draft_confidence` (default mtp.DRAFT_CONFIDENCE; 0: always
+        their full number). Counters go to `stats` (spec_drafted, spec_accepted, ...).
 
         `row_cache_size`: how many finished rows keep their keys and values (after the shared
         prefix), so that a later call whose prompt continues one (the next turn of an agent
@@ -105,6 +108,12 @@ class LocalModel:
         self.speculative = speculative
         self.num_draft, self.max_ngram, self.min_ngram = num_draft, max_ngram, min_ngram
         self.lookup_branch = max(0, lookup_branch)
+        from .mtp import DRAFT_CONFIDENCE
+
+        confidence = DRAFT_CONFIDENCE if draft_confidence is None else float(draft_confidence)
+        if not 0.0 <= confidence <= 1.0:
+            raise ValueError(f"draft_confidence must be within [0, 1], not {confidence}")
+        self.draft_confidence = confidence
         self.draft_tokens = max(1, draft_tokens)
         self.draft: Any = None
         if speculative == "draft":
@@ -340,7 +349,7 @@ class LocalModel:
                     eos_id=self._format.eos_id, max_new_tokens=first.max_new_tokens,
                     stopped=stop_fn, num_draft=self.num_draft, max_ngram=self.max_ngram,
                     min_ngram=self.min_ngram, stats=st, on_token=on_token, heads=self.heads,
-                    lookup_branch=self.lookup_branch)
+                    lookup_branch=self.lookup_branch, draft_confidence=self.draft_confidence)
             rows = [row]
             self._record_spec(st)
         else:

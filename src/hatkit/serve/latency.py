@@ -180,6 +180,11 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
     ap.add_argument("--lookup-branch", type=int, default=2, help="with MTP heads, also measure "
                     "'mtp+lookup': each verify pass checks up to N prompt-lookup tokens beside the "
                     "heads' draft (0: not measured)")
+    ap.add_argument("--draft-confidence", type=float, default=None, help="with MTP heads: a draft "
+                    "stops before the first guess where the heads' joint probability falls below "
+                    "this (default hatkit.models.mtp.DRAFT_CONFIDENCE; 0: always all heads)")
+    ap.add_argument("--compare-confidence", type=float, default=None, help="with MTP heads: also "
+                    "measure 'mtp@X' and 'mtp+lookup@X' with this draft confidence, side by side")
     ap.add_argument("--skip-agent", action="store_true", help="only the domain-reply measurement")
     ap.add_argument("--url", default=None, help="measure a running hatkit server instead")
     args = ap.parse_args(argv)
@@ -331,13 +336,19 @@ def _decoders(base: LocalModel, args: argparse.Namespace) -> dict[str, LocalMode
     elif args.model and has_heads(Path(args.model) / HEADS_DIR):
         heads, where = MTPHeads.for_checkpoint(Path(args.model), base.model), Path(args.model) / HEADS_DIR
     if heads is not None:
-        modes["mtp"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8, draft_heads=heads,
-                                  lookup_branch=0)
-        if args.lookup_branch:
-            modes["mtp+lookup"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8,
-                                             draft_heads=heads, lookup_branch=args.lookup_branch,
-                                             max_ngram=args.max_ngram, min_ngram=args.min_ngram)
-        args.draft_desc = ((getattr(args, "draft_desc", None) or "") + f" mtp heads {where}").strip()
+        bars = {"": args.draft_confidence}
+        if args.compare_confidence is not None:
+            bars[f"@{args.compare_confidence:g}"] = args.compare_confidence
+        for tag, bar in bars.items():
+            modes[f"mtp{tag}"] = LocalModel(base.model, base.tok, base.model_id, max_batch=8,
+                                            draft_heads=heads, lookup_branch=0, draft_confidence=bar)
+            if args.lookup_branch:
+                modes[f"mtp+lookup{tag}"] = LocalModel(
+                    base.model, base.tok, base.model_id, max_batch=8, draft_heads=heads,
+                    lookup_branch=args.lookup_branch, max_ngram=args.max_ngram, min_ngram=args.min_ngram,
+                    draft_confidence=bar)
+        args.draft_desc = ((getattr(args, "draft_desc", None) or "") + f" mtp heads {where}, draft "
+                           f"confidence {modes['mtp'].draft_confidence}").strip()
     for m in modes.values():  # same weights: one prefix KV cache serves every mode
         m._cache = modes["greedy"]._cache
     return modes
