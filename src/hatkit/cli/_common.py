@@ -97,7 +97,7 @@ class LoggedProgress(Progress):
 
 def _progress_bar(label: str) -> tuple[Progress, Callable[[int, int], None]]:
     bar = LoggedProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TimeRemainingColumn(), console=err)
+                         TimeElapsedColumn(), TimeRemainingColumn(), console=err)
     task = bar.add_task(label, total=None)
 
     def update(done: int, total: int) -> None:
