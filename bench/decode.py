@@ -21,18 +21,26 @@ unpacked    the same decoder on the weights as stored (before packing; packing_s
 llama.cpp   the anchor, where llama-cpp-python is installed (bench/_llamacpp.py): the same model
             exported by `hatkit export gguf` as f32, bf16 and q8_0, batch 1, decode tokens/s
             against hatkit's fp32, bf16 and int8, and its greedy tokens against hatkit's fp32.
+compiled    hatkit's decoder with its decode steps compiled by inductor (`--compiled`, default
+            fp32, bf16 and int8w: models/compiled_step.py, max-autotune, weights frozen in;
+            `--model CKPT@bf16+compiled`), timed after a warm-up call that compiles each row
+            bucket (compile seconds printed); its greedy tokens against the eager decoder's in
+            the same precision (leading identical tokens per row: fused kernels round
+            differently, so a near tie may flip).
 agreement   bf16 and int8 against fp32 on the batch-8 prompts: the share of fp32's greedy
             tokens each also picks given the same history (teacher-forced), and how many
             leading greedy tokens are identical. bf16 is what evaluations decode in where the
             CPU multiplies bf16 in hardware (`eval_precision auto`); elsewhere it is slow here.
 
 Goals (issue 18): int8 >= 1.8x hatkit's fp32 tokens/s at batch 1 and >= 2x at batch 8; hatkit
-at batch 8 >= 60% of its ceiling. The machine's load average is printed with the figures: a
-busy machine (shared cores) lowers every figure, ceilings included only through bandwidth.
-torch's default (one thread per core) collapses when another process holds a core (threads
+at batch 8 >= 60% of its ceiling. Compiled, the int8 goals are checked like for like (int8w
+compiled against fp32 compiled) and the ceiling share per compiled precision. The machine's
+load average is printed with the figures: a busy machine (shared cores) lowers every figure,
+ceilings included only through bandwidth. torch's default (one thread per core) collapses when another process holds a core (threads
 wait on each other at every op; int8, with more and smaller ops per step, suffers most):
 compare `--threads 1` on a shared machine.
-`--smoke`: the tests' tiny random-weight model, few tokens (checks the bench runs, not goals).
+`--smoke`: the tests' tiny random-weight model, few tokens, fp32 compiled without autotuning
+(checks the bench runs, not goals).
 Prints a table, then one JSON object as the last line.
 """
 
@@ -55,6 +63,7 @@ from hatkit import __version__
 from hatkit.agent import Agent
 from hatkit.domain import get_domain
 from hatkit.harness import load_harness
+from hatkit.models.compiled_step import CompiledStep
 from hatkit.models.decoding import decode_batch
 from hatkit.models.local import LocalModel
 from hatkit.models.precision import cpu_has_bf16_matmul, int8_linear
@@ -62,7 +71,9 @@ from hatkit.models.precision import cpu_has_bf16_matmul, int8_linear
 BENCH = "decode"
 GOALS = {"int8_speedup_bs1": 1.8, "int8_speedup_bs8": 2.0, "int8w_speedup_bs1": 1.8,
          "int8w_speedup_bs8": 2.0, "hatkit_fp32_bs8_share": 0.6, "hatkit_int8_bs8_share": 0.6,
-         "hatkit_int8w_bs8_share": 0.6}
+         "hatkit_int8w_bs8_share": 0.6,
+         **{f"compiled_{p}_speedup_bs{b}": g for p in ("int8", "int8w") for b, g in ((1, 1.8), (8, 2.0))},
+         **{f"compiled_{p}_bs8_share": 0.6 for p in ("fp32", "bf16", "int8", "int8w")}}
 """int8 has two forms (models/precision.py): int8 (int8 inputs too) and int8w (int8 weights,
 bf16 inputs); the issue's int8 goals are checked for both."""
 
@@ -125,12 +136,15 @@ def prompts(model: LocalModel, n: int) -> tuple[list[int], list[list[int]]]:
 
 
 def run_hatkit(model: LocalModel, prefix: list[int], suffixes: list[list[int]],
-               new: int, packed: bool = True) -> tuple[float, list[list[int]]]:
-    """decode_batch as LocalModel runs it (on packed weights), or on the weights as stored."""
+               new: int, packed: bool = True, compiled: CompiledStep | None = None,
+               ) -> tuple[float, list[list[int]]]:
+    """decode_batch as LocalModel runs it (on packed weights), or on the weights as stored
+    (with `compiled`: its compiled decode steps)."""
     cache = model._prefix_cache(tuple(prefix))  # warm: computed before, reused here
-    with model.packed() if packed else contextlib.nullcontext():
+    with model.packed() if packed and compiled is None else contextlib.nullcontext():
         t = time.perf_counter()
-        rows, _ = decode_batch(model.model, cache, len(prefix), suffixes, eos_id=-1, max_new_tokens=new)
+        rows, _ = decode_batch(model.model, cache, len(prefix), suffixes, eos_id=-1, max_new_tokens=new,
+                               compiled=compiled)
         seconds = time.perf_counter() - t
     return seconds, [r.token_ids for r in rows]
 
@@ -171,6 +185,19 @@ def agreement(model: LocalModel, prefix: list[int], suffixes: list[list[int]],
     return hits / total
 
 
+def compiled_figures(rows: dict[str, dict[str, Any]], precisions: list[str]) -> dict[str, float]:
+    """Compiled against eager in the same precision; the int8 goals like for like (int8w and
+    int8 compiled against fp32 compiled) and each compiled precision's batch-8 ceiling share."""
+    out = {f"compiled_speedup_{p}_bs{b}": rows[f"compiled {p} b{b}"]["tokens_per_s"]
+           / rows[f"hatkit {p} b{b}"]["tokens_per_s"] for p in precisions for b in (1, 8)}
+    out |= {f"compiled_{p}_bs8_share": rows[f"compiled {p} b8"]["share_of_ceiling"] for p in precisions}
+    if "fp32" in precisions:
+        out |= {f"compiled_{p}_speedup_bs{b}": rows[f"compiled {p} b{b}"]["tokens_per_s"]
+                / rows[f"compiled fp32 b{b}"]["tokens_per_s"]
+                for p in precisions if p.startswith("int8") for b in (1, 8)}
+    return out
+
+
 def leading_same(a: list[int], b: list[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
@@ -179,8 +206,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--new-tokens", type=int, default=64, help="tokens each row decodes")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--compiled", default="fp32,bf16,int8w",
+                    help="precisions also measured with compiled decode steps, comma-separated "
+                         "(about a minute of compiling per precision and batch size; '' for none)")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, few tokens (seconds)")
     args = ap.parse_args(argv)
+    compiled_precisions = ["fp32"] if args.smoke else [p for p in args.compiled.split(",") if p]
+    unknown = set(compiled_precisions) - {"fp32", *CHEAPER}
+    if unknown:
+        ap.error(f"--compiled: unknown precision(s) {sorted(unknown)}; choose from fp32, "
+                 f"{', '.join(CHEAPER)}")
     import torch
 
     if args.threads:
@@ -200,6 +235,9 @@ def main(argv: Sequence[str] | None = None) -> None:
           f"load average {load_before:.1f} on {os.cpu_count()} CPUs")
     rows: dict[str, dict[str, Any]] = {}
     outputs: dict[str, list[list[int]]] = {}
+    steps: dict[str, CompiledStep] = {}
+    compiled_leading: dict[str, list[int]] = {}
+    eager_tokens: dict[str, list[list[int]]] = {}
     for prec, m in models.items():
         m._prefix_cache(tuple(prefix))  # prefill the prefix once, outside the timings
         w, kv_tok = weight_bytes(m.model), kv_bytes_per_token(m.model)
@@ -210,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             for engine in ("generate", "unpacked", "hatkit"):
                 if engine in ("unpacked", "hatkit"):
                     secs, toks = run_hatkit(m, prefix, sfx, new, packed=engine == "hatkit")
+                    if engine == "hatkit":
+                        eager_tokens[f"{prec} b{batch}"] = toks
                     if batch == 8 and engine == "hatkit":
                         outputs[prec] = toks
                     if batch == 1 and engine == "hatkit" and prec == "fp32":
@@ -222,6 +262,19 @@ def main(argv: Sequence[str] | None = None) -> None:
                     "tokens_per_s": round(tps, 2), "ceiling_tokens_per_s": round(ceiling, 2),
                     "share_of_ceiling": round(tps / ceiling, 3), "weight_mb": round(w / 1e6, 1),
                     "kv_mb_per_step": round(kv / 1e6, 1)}
+                if engine == "hatkit" and prec in compiled_precisions:
+                    step = steps.setdefault(prec, CompiledStep(m.model, autotune=not args.smoke))
+                    run_hatkit(m, prefix, sfx, 2, compiled=step)  # compiles this row bucket
+                    secs, toks = run_hatkit(m, prefix, sfx, new, compiled=step)
+                    eager = eager_tokens[f"{prec} b{batch}"]
+                    compiled_leading[f"{prec} b{batch}"] = [
+                        leading_same(a, b) for a, b in zip(toks, eager, strict=True)]
+                    tps = batch * new / secs
+                    check_work(BENCH, **{f"compiled {prec} b{batch} tokens/s": tps})
+                    rows[f"compiled {prec} b{batch}"] = {
+                        **rows[f"hatkit {prec} b{batch}"], "tokens_per_s": round(tps, 2),
+                        "share_of_ceiling": round(tps / ceiling, 3),
+                        "compile_s": round(step.compile_seconds[CompiledStep.bucket(batch) or 0], 1)}
     anchor: dict[str, dict[str, Any]] = {}
     if not args.smoke and _llamacpp.available():
         from hatkit.models.default_model import ensure_default_model
@@ -245,6 +298,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         **{f"hatkit_{p}_bs8_share": rows[f"hatkit {p} b8"]["share_of_ceiling"] for p in ("fp32", *CHEAPER)},
         **{f"packing_speedup_{p}_bs{b}": rows[f"hatkit {p} b{b}"]["tokens_per_s"]
            / rows[f"unpacked {p} b{b}"]["tokens_per_s"] for p in ("fp32", *CHEAPER) for b in (1, 8)},
+        **compiled_figures(rows, compiled_precisions),
     }
     if anchor:
         print("llama.cpp anchor (llama-cpp-python, the same model exported by `hatkit export gguf`, batch 1, "
@@ -260,6 +314,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     for p in agree:
         print(f"{p} vs fp32 greedy agreement: {agree[p]:.1%} of fp32's tokens (teacher-forced); leading "
               f"identical tokens per row {leading[p]} of {new}")
+    for key, lead in compiled_leading.items():
+        print(f"compiled {key} vs eager {key}: leading identical greedy tokens per row {lead} of {new}; "
+              f"compiling took {rows['compiled ' + key]['compile_s']} s")
     print("goals: " + "; ".join(f"{k} {v:.2f} (>= {GOALS[k]}: {'met' if v >= GOALS[k] else 'NOT met'})"
                                 for k, v in figures.items() if k in GOALS))
     print("no goal: " + "; ".join(f"{k} {v:.2f}" for k, v in figures.items() if k not in GOALS))
@@ -271,6 +328,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         **{k: round(v, 3) for k, v in figures.items()},
         **{f"{p}_agreement": round(a, 4) for p, a in agree.items()},
         **{f"{p}_leading_identical": n for p, n in leading.items()},
+        "compiled_leading_identical": compiled_leading,
         "llamacpp_anchor": anchor,
         "cpu_bf16_matmul": cpu_has_bf16_matmul(),
         "load_avg_before": round(load_before, 2), "load_avg_after": round(load_after, 2),

@@ -50,7 +50,7 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
                  generator: Any = None,
                  on_token: OnToken | None = None,
                  known: Sequence[RowKV | None] | None = None,
-                 keep_kv: bool = False) -> tuple[list[RowResult], float]:
+                 keep_kv: bool = False, compiled: Any = None) -> tuple[list[RowResult], float]:
     """Decode every row after `prefix + suffix`; returns the rows and the time to first token.
 
     The rows are packed into one sequence (see module): each token attends to the prefix and
@@ -65,6 +65,9 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
     first tokens of row r's suffix, which are then copied instead of recomputed (a turn of an
     agent episode repeats the whole conversation so far). With `keep_kv`, each result's `kv`
     is its row's own keys and values (suffix plus generated tokens but the last).
+
+    `compiled` (a compiled_step.CompiledStep of `model`) runs the decode steps; prefill stays
+    eager (its shapes change with every prompt).
     """
     import torch
     from transformers import StaticCache
@@ -74,7 +77,8 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
     lens = [len(s) for s in suffixes]
     width = sum(lens)
     total = prefix_len + width + b * max_new_tokens
-    cache: Any = StaticCache(config=model.config, max_cache_len=total)
+    scratch = 1 if compiled is not None else 0  # the slot compiled's padded rows write to
+    cache: Any = StaticCache(config=model.config, max_cache_len=total + scratch)
     if prefix_len:
         for layer, cached in zip(cache.layers, prefix_cache.layers, strict=True):
             layer.update(cached.keys, cached.values)
@@ -130,16 +134,20 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
                 rows = [rows[j] for j in keep]
             active = torch.tensor(rows, device=device)
             n = len(rows)
-            allowed[active, cur + torch.arange(n, device=device)] = True
+            slots = cur + torch.arange(n, device=device)
+            allowed[active, slots] = True
             for j, r in enumerate(rows):
                 step_slots[r].append(cur + j)
             cur += n
-            mask = mask_bias(model, allowed[active, :cur])  # once per step, not per layer
-            if lean:
-                logits = decode_step(model, cache, nxt[None], next_pos[None], mask)[0].float()
+            if compiled is not None:
+                logits = compiled(cache, nxt[None], next_pos[None], allowed[active, :cur], slots)
+            elif lean:
+                logits = decode_step(model, cache, nxt[None], next_pos[None],
+                                     mask_bias(model, allowed[active, :cur]))
             else:
-                logits = model(input_ids=nxt[None], attention_mask=mask, position_ids=next_pos[None],
-                               cache=cache, use_cache=True).logits[0].float()
+                logits = model(input_ids=nxt[None], attention_mask=mask_bias(model, allowed[active, :cur]),
+                               position_ids=next_pos[None], cache=cache, use_cache=True).logits
+            logits = logits[0].float()
             next_pos = next_pos + 1
     results = [RowResult(out_ids[i], out_lp[i] if logprobs else None, reasons[i]) for i in range(b)]
     if keep_kv:

@@ -50,12 +50,14 @@ def mask_bias(model: Any, allowed: Any) -> Any:
 
 
 def decode_step(model: Any, cache: Any, input_ids: Any, position_ids: Any, bias: Any, *,
-                hidden: bool = False) -> Any:
+                hidden: bool = False, slots: Any = None) -> Any:
     """Logits [1, n, vocab] of `input_ids` [1, n] at `position_ids` [1, n], writing their keys
     and values into the StaticCache `cache` at slots kv - n.. (kv = `bias`'s width); `bias` is
     decode_batch's additive mask (1, 1, groups * n, kv) over the first kv slots, the query
     heads sharing a K/V head stacked along the query axis (as `_packed_sdpa`). With `hidden`,
-    (logits, last hidden state) as `mtp.forward_hidden` returns them."""
+    (logits, last hidden state) as `mtp.forward_hidden` returns them. `slots` [n] (a long
+    tensor) writes the keys and values to those cache slots instead (compiled_step's padded
+    rows write to a scratch slot)."""
     import torch
     from torch.nn.functional import scaled_dot_product_attention as sdpa
     from torch.nn.functional import silu
@@ -79,8 +81,12 @@ def decode_step(model: Any, cache: Any, input_ids: Any, position_ids: Any, bias:
         v = attn.v_proj(x).view(1, n, kv_heads, dim).transpose(1, 2)
         q = q * cos + torch.cat((-q[..., half:], q[..., :half]), -1) * sin
         k = k * cos + torch.cat((-k[..., half:], k[..., :half]), -1) * sin
-        slot.keys[:, :, start:kv] = k
-        slot.values[:, :, start:kv] = v
+        if slots is None:
+            slot.keys[:, :, start:kv] = k
+            slot.values[:, :, start:kv] = v
+        else:
+            slot.keys.index_copy_(2, slots, k)
+            slot.values.index_copy_(2, slots, v)
         slot.cumulative_length.fill_(kv)
         out = sdpa(q.reshape(1, kv_heads, heads // kv_heads * n, dim), slot.keys[:, :, :kv],
                    slot.values[:, :, :kv], attn_mask=bias, scale=attn.scaling)

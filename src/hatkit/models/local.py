@@ -33,6 +33,7 @@ from typing import Any
 from .assisted import check_draft, decode_one_assisted
 from .base import ModelOutput, ModelRequest
 from .chat_format import ChatTemplateFormat
+from .compiled_step import COMPILED_SUFFIX
 from .decoding import RowKV, common_prefix_len, decode_batch, decode_one_speculative
 from .errors import BackendUnavailable, ContextTooLong
 from .packing import PackedLinears
@@ -62,7 +63,7 @@ class LocalModel:
                  draft_tokens: int = 5, precision: str | None = None,
                  row_cache_size: int = 32, draft_heads: Any = None,
                  pack_weights: bool = True, lookup_branch: int = LOOKUP_BRANCH,
-                 draft_confidence: float | None = None) -> None:
+                 draft_confidence: float | None = None, compiled: bool = False) -> None:
         """`precision` ("fp32", "bf16", "int8", "int8h", "int8w", "auto"; None: as loaded) converts
         `model`'s weights in place (pass a copy to keep the original); `self.precision` names
         what it runs in.
@@ -90,7 +91,13 @@ class LocalModel:
         `pack_weights` (CPU): the Linear layers run on weights pre-packed for the CPU's matrix
         kernels during each call (`packing.py`: about 2.5x faster layers at batch 8 in fp32,
         2x at batch 1 in bf16, for a packed copy of the weights: +780 MB fp32, +270 MB bf16
-        for the default model)."""
+        for the default model).
+
+        `compiled` (Llama-family models): batched decode steps run compiled by inductor
+        (`compiled_step.py`: about 2x faster steps in bf16 and int8w on the default model, for
+        a minute or two of compiling per row bucket the first time; greedy output can differ
+        from the eager decoder's after a near tie). Weights are then not pre-packed (inductor
+        packs its own); prefill and speculative decoding stay eager."""
         if draft_model is not None and speculative is None:
             speculative = "draft"
         if draft_heads is not None and speculative is None:
@@ -131,6 +138,12 @@ class LocalModel:
         self._draft_cache: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self.spec = SpecStats()
         self.model = model.eval()
+        self._compiled: Any = None
+        if compiled:
+            from .compiled_step import CompiledStep
+
+            self._compiled = CompiledStep(model)
+            pack_weights = False
         self._packing = PackedLinears(model) if pack_weights else None
         self.tok = tokenizer
         self.model_id = model_id
@@ -158,8 +171,8 @@ class LocalModel:
     @classmethod
     def from_pretrained(cls, path: str | Path, **kwargs: Any) -> LocalModel:
         """Load a local checkpoint folder (fp32 on CPU; the dtype it was saved in on GPU), in
-        `precision` if given (the model id then ends in `@int8` / `@bf16`, so traces and
-        evaluation results say which weights answered)."""
+        `precision` if given (the model id then ends in `@int8` / `@bf16`, and `+compiled` with
+        `compiled`, so traces and evaluation results say which weights and kernels answered)."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -177,6 +190,8 @@ class LocalModel:
             kwargs["precision"] = resolve_precision(kwargs["precision"], device)
         if kwargs.get("precision") not in (None, "fp32"):
             model_id += f"@{kwargs['precision']}"
+        if kwargs.get("compiled"):
+            model_id += COMPILED_SUFFIX
         return cls(model, tok, model_id=model_id, **kwargs)
 
     @classmethod
@@ -190,8 +205,11 @@ class LocalModel:
         return self._format
 
     def clear_caches(self) -> None:
-        """Forget every cached prefix and row (call after the weights change, e.g. an RL step)."""
+        """Forget every cached prefix and row, and the compiled decode step's frozen weights
+        (call after the weights change, e.g. an RL step)."""
         self._cache.clear()
+        if self._compiled is not None:
+            self._compiled.reset()
         self._draft_cache.clear()
         self._rows.clear()
 
@@ -360,7 +378,7 @@ class LocalModel:
                 max_new_tokens=first.max_new_tokens,
                 temperature=first.temperature, top_p=first.top_p,
                 logprobs=any(r.logprobs for r in reqs), stopped=stopped if first.stop else None,
-                on_token=on_token, known=known, keep_kv=use_rows)
+                on_token=on_token, known=known, keep_kv=use_rows, compiled=self._compiled)
             if use_rows:
                 self._keep_rows(prompts, p_len, rows)
         total = time.perf_counter() - started + prefill

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import ChatModel
+from .compiled_step import COMPILED_SUFFIX
 from .precision import AUTO, PRECISIONS
 
 MODEL_HELP = ("'local' (the embedded default model), a local checkpoint folder, or "
@@ -16,7 +17,9 @@ MODEL_HELP = ("'local' (the embedded default model), a local checkpoint folder, 
               "per token, outputs differ slightly from fp32), @int8h (int8 with an fp32 output layer), "
               "@int8w (int8 weights rounded by GPTQ, bf16 inputs: needs a CPU with bf16 instructions), "
               "@bf16, @fp32 (the CPU default), or @auto (bf16 where the CPU multiplies bf16 in "
-              "hardware or on a GPU, else fp32)")
+              "hardware or on a GPU, else fp32); a final '+compiled' (local@bf16+compiled) runs "
+              "its decode steps compiled by torch.compile: about 2x faster steps in bf16 and "
+              "int8w after a minute or two of compiling per batch size the first time")
 
 
 def split_precision(spec: str) -> tuple[str, str | None]:
@@ -26,13 +29,24 @@ def split_precision(spec: str) -> tuple[str, str | None]:
     return (base, suffix) if at and (suffix in PRECISIONS or suffix == AUTO) else (spec, None)
 
 
+def split_compiled(spec: str) -> tuple[str, bool]:
+    """'local@bf16+compiled' -> ('local@bf16', True); any other spec -> (spec, False)."""
+    return (spec.removesuffix(COMPILED_SUFFIX), True) if spec.endswith(COMPILED_SUFFIX) else (spec, False)
+
+
 def load_model(spec: str = "local", *, prefix_cache: bool = True, max_batch: int = 8) -> ChatModel:
     """Build the backend named by `spec` (see MODEL_HELP); raises ValueError if unusable."""
-    name, precision = split_precision(spec)
+    rest, compiled = split_compiled(spec)
+    name, precision = split_precision(rest)
+    local = {"prefix_cache": prefix_cache, "max_batch": max_batch, "precision": precision,
+             "compiled": compiled}
+    if compiled and name.startswith(("openai:", "llamacpp:")):
+        raise ValueError(f"'{spec}': '{COMPILED_SUFFIX}' applies to a local model only (the embedded "
+                         "default or a checkpoint folder)")
     if name == "local":
         from .local import LocalModel
 
-        return LocalModel.default(prefix_cache=prefix_cache, max_batch=max_batch, precision=precision)
+        return LocalModel.default(**local)
     if name.startswith("openai:"):
         from .openai_compat import OpenAICompatibleModel
 
@@ -54,6 +68,5 @@ def load_model(spec: str = "local", *, prefix_cache: bool = True, max_batch: int
     if (path / "config.json").is_file():
         from .local import LocalModel
 
-        return LocalModel.from_pretrained(path, prefix_cache=prefix_cache, max_batch=max_batch,
-                                          precision=precision)
+        return LocalModel.from_pretrained(path, **local)
     raise ValueError(f"unknown model '{spec}': use {MODEL_HELP}")

@@ -1,0 +1,128 @@
+"""The decode step compiled by inductor (torch.compile): fused kernels instead of eager ops.
+
+Why: on a CPU a decode step of the default model is 30 layers of about 15 small ops, and eager
+PyTorch pays a dispatch for each (about 12 ms a step that no weight precision removes; see
+bench/README's decode row). Inductor fuses the element-wise work (norms, rotary, residuals)
+into a few C++ loops, and with `freezing` (weights folded in as constants) and max-autotune it
+picks, per matrix product, the fastest of oneDNN's kernel and its own AMX micro-GEMMs. Measured
+on the default model in bf16, an 830-token prompt, 2 threads: 35.9 -> 17.4 ms a step at batch 1,
+40.9 -> 21.8 ms at batch 8 (bench/decode.py measures it beside the eager decoder).
+
+Shapes: a compiled graph is specialised to its input shapes, so the number of rows a step feeds
+is padded up to a bucket (1, 2, 4, 8, ...: a few compilations per process, not one per
+batch size), while the cache's length and the attended width stay symbolic (one graph for any
+prompt length). A padded row writes its key and value to a scratch slot past the rows' own
+(the cache needs one spare slot) and attends to slot 0 only; its logits are dropped.
+
+The arithmetic is `lean_step.decode_step`'s, but fused kernels do not round exactly as eager
+ones do, so greedy output can differ from the eager decoder's after a near tie: the decode
+bench reports the share of greedy tokens that agree.
+
+Cost: compiling a bucket takes about a minute per row count on 2 cores (two with max-autotune);
+inductor's on-disk caches (`TORCHINDUCTOR_CACHE_DIR`, default under the system temp folder)
+make a later process's compile of the same model and bucket much shorter. Frozen weights are
+read when a graph is compiled: after the weights change (an RL step) call `reset()`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .lean_step import decode_step, mask_bias, supports
+
+COMPILED_SUFFIX = "+compiled"
+"""Ends a `--model` spec (local+compiled, CKPT@bf16+compiled) and the model id it loads as."""
+ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+"""Row counts a step is padded up to (more rows than the last one run eagerly)."""
+
+
+class CompiledStep:
+    """`lean_step.decode_step` compiled per row bucket for one model (Llama family)."""
+
+    def __init__(self, model: Any, *, autotune: bool = True, backend: Any = "inductor") -> None:
+        """`autotune`: inductor's max-autotune (about twice the compile time; 2x faster steps at
+        batch 1 on the default model in bf16, against about 1.4x without it). `backend`: another
+        torch.compile backend (tests trace with "eager": the same graphs, no code generated)."""
+        if not supports(model):
+            raise ValueError("a compiled decode step needs a Llama-family model in eval mode "
+                             f"(lean_step.supports); got {type(model).__name__}")
+        self.model = model
+        self.autotune = autotune
+        self.backend = backend
+        self.compile_seconds: dict[int, float] = {}
+        """Row bucket -> seconds its first call took (compilation included)."""
+        self._fn: Any = None
+
+    def reset(self) -> None:
+        """Forget the compiled graphs (their frozen weights are stale after a weight update)."""
+        self._fn = None
+        self.compile_seconds.clear()
+
+    @staticmethod
+    def bucket(n: int) -> int | None:
+        """The row count `n` rows are padded to; None when more than the largest bucket."""
+        return next((b for b in ROW_BUCKETS if b >= n), None)
+
+    def __call__(self, cache: Any, input_ids: Any, position_ids: Any, allowed: Any,
+                 slots: Any) -> Any:
+        """Logits [1, n, vocab] of `input_ids` [1, n] at `position_ids` [1, n], writing their keys
+        and values to cache `slots` [n]; `allowed` [n, kv] (bool): the cache slots each row
+        attends to. The cache needs one slot past every slot a row writes (`slots`' maximum
+        plus one at least, the scratch slot of padded rows). Called in inference mode."""
+        import torch
+
+        n = int(input_ids.shape[-1])
+        # a tensor made outside inference mode carries another dispatch key: a graph apiece
+        input_ids, position_ids, slots = (t if t.is_inference() else t.clone()
+                                          for t in (input_ids, position_ids, slots))
+        b = self.bucket(n)
+        if b is None:  # wider than any bucket: the eager step, same arithmetic
+            return decode_step(self.model, cache, input_ids, position_ids, mask_bias(self.model, allowed),
+                               slots=slots)
+        if b > n:
+            pad = b - n
+            scratch = int(cache.layers[0].keys.shape[2]) - 1
+            input_ids = torch.cat([input_ids, input_ids.new_zeros((1, pad))], 1)
+            position_ids = torch.cat([position_ids, position_ids.new_zeros((1, pad))], 1)
+            slots = torch.cat([slots, slots.new_full((pad,), scratch)])
+            extra = allowed.new_zeros((pad, allowed.shape[1]))
+            extra[:, 0] = True
+            allowed = torch.cat([allowed, extra], 0)
+        bias = mask_bias(self.model, allowed)
+        for layer in cache.layers:
+            torch._dynamo.mark_dynamic(layer.keys, 2)
+            torch._dynamo.mark_dynamic(layer.values, 2)
+        torch._dynamo.mark_dynamic(bias, 3)
+        first = b not in self.compile_seconds
+        started = time.perf_counter()
+        logits = self._compiled()(self.model, cache, input_ids, position_ids, bias, slots)
+        if first:
+            self.compile_seconds[b] = time.perf_counter() - started
+        return logits[:, :n]
+
+    def _compiled(self) -> Any:
+        if self._fn is None:
+            import torch
+
+            options: dict[str, Any] | None = None
+            if self.backend == "inductor":
+                options = {"freezing": True, "max_autotune": self.autotune}
+            self._fn = torch.compile(_own_step(), backend=self.backend, dynamic=False, options=options)
+        return self._fn
+
+
+def _own_step() -> Callable[..., Any]:
+    """A copy of `_step` with its own code object. Dynamo keeps compiled graphs per code object
+    and stops compiling one after `recompile_limit` (8) graphs, so each CompiledStep, and each
+    reset, gets a code object of its own: models and buckets never crowd each other out, and
+    a stale graph is never found again."""
+    import types
+
+    return types.FunctionType(_step.__code__.replace(), _step.__globals__, "_step")
+
+
+def _step(model: Any, cache: Any, input_ids: Any, position_ids: Any, bias: Any, slots: Any) -> Any:
+    return decode_step(model, cache, input_ids, position_ids, bias, slots=slots)
+
