@@ -36,9 +36,9 @@ Goals (issue 18): int8 >= 1.8x hatkit's fp32 tokens/s at batch 1 and >= 2x at ba
 at batch 8 >= 60% of its ceiling. Compiled, the int8 goals are checked like for like (int8w
 compiled against fp32 compiled) and the ceiling share per compiled precision. The machine's
 load average is printed with the figures: a busy machine (shared cores) lowers every figure,
-ceilings included only through bandwidth. torch's default (one thread per core) collapses when another process holds a core (threads
-wait on each other at every op; int8, with more and smaller ops per step, suffers most):
-compare `--threads 1` on a shared machine.
+ceilings included only through bandwidth. torch's default (one thread per core) collapses
+when another process holds a core (threads wait on each other at every op; int8, with more
+and smaller ops per step, suffers most): compare `--threads 1` on a shared machine.
 `--smoke`: the tests' tiny random-weight model, few tokens, fp32 compiled without autotuning
 (checks the bench runs, not goals).
 Prints a table, then one JSON object as the last line.
