@@ -274,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     rows[f"compiled {prec} b{batch}"] = {
                         **rows[f"hatkit {prec} b{batch}"], "tokens_per_s": round(tps, 2),
                         "share_of_ceiling": round(tps / ceiling, 3),
-                        "compile_s": round(step.compile_seconds[CompiledStep.bucket(batch) or 0], 1)}
+                        "compile_s": round(step.compile_seconds[(CompiledStep.bucket(batch) or 0, False)], 1)}
     anchor: dict[str, dict[str, Any]] = {}
     if not args.smoke and _llamacpp.available():
         from hatkit.models.default_model import ensure_default_model

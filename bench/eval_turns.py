@@ -16,7 +16,11 @@ without `row_cache_size` runs the "off" mode only).
 `--compare packing`: the same episodes with the Linear weights as stored ("off") and
 pre-packed for the CPU's matrix kernels ("on", models/packing.py, LocalModel's default), row
 cache on in both; `--precision` is the evaluation's weight precision (default auto: bf16 where
-the CPU multiplies bf16 in hardware, as `hatkit eval` runs). `--smoke`: the tiny random model, 2 cases.
+the CPU multiplies bf16 in hardware, as `hatkit eval` runs). `--compare compiled`: eager
+decode steps ("off") against steps compiled by inductor ("on", `LocalModel(compiled=True)`,
+models/compiled_step.py); the row buckets a run meets for the first time compile during it,
+so the seconds are given with and without those compile seconds. `--smoke`: the tiny random
+model, 2 cases.
 The last line is one JSON object.
 """
 
@@ -51,13 +55,19 @@ def _model(spec: str, smoke: bool, **kwargs: Any) -> LocalModel:
     return LocalModel.from_pretrained(spec, **kwargs)
 
 
+def _compile_seconds(model: Any) -> float:
+    """Seconds the model's compiled decode step has spent in first calls (compiling) so far."""
+    compiled = getattr(model, "_compiled", None)
+    return sum(compiled.compile_seconds.values()) if compiled is not None else 0.0
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="local", help="checkpoint folder, or 'local' (default model)")
     ap.add_argument("--cases", type=int, default=16, help="live_qa test cases")
     ap.add_argument("--batch-size", type=int, default=16, help="episodes decoded together")
-    ap.add_argument("--compare", choices=("rows", "packing"), default="rows",
-                    help="row cache off/on, or weights as stored/pre-packed")
+    ap.add_argument("--compare", choices=("rows", "packing", "compiled"), default="rows",
+                    help="row cache off/on, weights as stored/pre-packed, or eager/compiled decode steps")
     ap.add_argument("--precision", default=None, help="weights: fp32, bf16, int8, auto (default: as loaded)")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, 2 cases (seconds)")
     args = ap.parse_args(argv)
@@ -71,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     settings = EvalSettings(batch_size=args.batch_size, **smoke)
     if args.compare == "packing":
         modes: list[tuple[str, dict[str, Any]]] = [("off", {"pack_weights": False}), ("on", {})]
+    elif args.compare == "compiled":
+        modes = [("off", {}), ("on", {"compiled": True})]
     else:
         off: dict[str, Any] = {"row_cache_size": 0} if has_rows else {}
         modes = [("off", off)] + ([("on", {})] if has_rows else [])
@@ -85,17 +97,25 @@ def main(argv: Sequence[str] | None = None) -> None:
             base.model, base.tok, base.model_id, **kwargs)
         base = base or model
         run_cases(model, harness, cases[:1], domain=domain, settings=settings, suite="warmup")
-        getattr(model, "clear_caches", model._cache.clear)()  # both modes start cold, warmed up
+        if getattr(model, "_compiled", None) is not None:  # cold caches, graphs kept
+            model._cache.clear()
+            model._rows.clear()
+        else:
+            getattr(model, "clear_caches", model._cache.clear)()  # both modes start cold, warmed up
         model.stats.update(row_hits=0, row_tokens_reused=0)
+        compiling = _compile_seconds(model)
         started = time.perf_counter()
         eps = run_cases(model, harness, cases, domain=domain, settings=settings, suite="live_qa")
         seconds = time.perf_counter() - started
+        compiling = _compile_seconds(model) - compiling
         check_episodes(BENCH, eps.traces, f"{args.compare} {name}")
         replies[name] = [t.final_reply for t in eps.traces]
         figures[name] = {"seconds": round(seconds, 2), "s_per_episode": round(seconds / len(cases), 3),
                          "model_calls": sum(t.timings.model_calls for t in eps.traces),
                          "row_tokens_reused": int(model.stats.get("row_tokens_reused", 0)),
-                         "row_hits": int(model.stats.get("row_hits", 0))}
+                         "row_hits": int(model.stats.get("row_hits", 0)),
+                         "compile_s_in_run": round(compiling, 1),
+                         "s_per_episode_without_compiling": round((seconds - compiling) / len(cases), 3)}
     print(f"{args.compare:10} {'seconds':>8} {'s/episode':>10} {'model calls':>12} {'tokens reused':>14}")
     for name, f in figures.items():
         print(f"{name:10} {f['seconds']:8.1f} {f['s_per_episode']:10.2f} {f['model_calls']:12d} "
@@ -105,6 +125,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         same = sum(a == b for a, b in zip(replies["off"], replies["on"], strict=True))
         print(f"speed-up {figures['off']['seconds'] / figures['on']['seconds']:.2f}x; "
               f"identical replies {same}/{len(cases)}")
+        if figures["on"]["compile_s_in_run"]:
+            off, on = (figures[k]["s_per_episode_without_compiling"] for k in ("off", "on"))
+            print(f"compiling during the run: {figures['on']['compile_s_in_run']} s; without it "
+                  f"{off:.2f} -> {on:.2f} s an episode ({off / on:.2f}x)")
     import torch
 
     print(json.dumps({"bench": BENCH, "model": args.model if not args.smoke else "tiny",

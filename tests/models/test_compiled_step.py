@@ -74,7 +74,8 @@ def test_padded_rows_decode_exactly_as_the_eager_step() -> None:
     for a, b in zip(got, ref, strict=True):
         for (ka, va), (kb, vb) in zip(a.kv.layers, b.kv.layers, strict=True):
             assert torch.equal(ka, kb) and torch.equal(va, vb)
-    assert sorted(step.compile_seconds) == [1, 2, 4, 8]  # 5 -> 8, 4/3 -> 4, 2, 1 rows
+    # 5 rows -> bucket 8, then 4 and 3 -> 4, 2, 1
+    assert sorted(step.compile_seconds) == [(1, False), (2, False), (4, False), (8, False)]
     assert backend.graphs == 4
 
 
@@ -87,7 +88,21 @@ def test_one_graph_serves_every_prompt_length() -> None:
     for prefix in ([1, 5, 7], [1, 5, 7, 9, 11, 3, 8, 20, 21, 22, 23], list(range(3, 40))):
         assert [r.token_ids for r in _decode(model, prefix, [[4, 5], [9]], step)] == \
             [r.token_ids for r in _decode(model, prefix, [[4, 5], [9]])]
-    assert backend.graphs == 1 and list(step.compile_seconds) == [2]
+    assert backend.graphs == 1 and list(step.compile_seconds) == [(2, False)]
+
+
+def test_precompiled_buckets_serve_later_calls_without_compiling() -> None:
+    model = tiny_llama(VOCAB, seed=8)
+    backend = CountingBackend()
+    step = CompiledStep(model, backend=backend)
+    step.precompile((1, 2))
+    step.precompile((3,), hidden=True)
+    assert backend.graphs == 3
+    assert sorted(step.compile_seconds) == [(1, False), (2, False), (4, True)]
+    got = _decode(model, [1, 5, 7, 9], [[4, 5], [9]], step, ends={0: 3})
+    assert backend.graphs == 3  # 2 rows, then 1: both compiled already
+    assert [r.token_ids for r in got] == [r.token_ids for r in _decode(model, [1, 5, 7, 9], [[4, 5], [9]],
+                                                                         ends={0: 3})]
 
 
 def test_more_rows_than_the_largest_bucket_run_the_eager_step(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,7 +114,7 @@ def test_more_rows_than_the_largest_bucket_run_the_eager_step(monkeypatch: pytes
     got = _decode(model, [1, 2, 3], suffixes, step, ends={0: 4, 1: 6, 2: 2})
     ref = _decode(model, [1, 2, 3], suffixes, ends={0: 4, 1: 6, 2: 2})
     assert [r.token_ids for r in got] == [r.token_ids for r in ref]
-    assert sorted(step.compile_seconds) == [1, 2]  # 3 rows: eager; then 2, then 1
+    assert sorted(step.compile_seconds) == [(1, False), (2, False)]  # 3 rows: eager; then 2, then 1
 
 
 def test_reset_forgets_the_graphs_so_new_weights_are_read() -> None:
@@ -115,6 +130,26 @@ def test_reset_forgets_the_graphs_so_new_weights_are_read() -> None:
     assert after[0].token_ids != before[0].token_ids and backend.graphs == 2
 
 
+def test_compiled_verify_passes_keep_speculative_output_greedy() -> None:
+    """MTP heads plus the lookup branch through compiled verify passes (1-7 rows, padded to
+    buckets, logits and hidden state): the same tokens as plain greedy decoding."""
+    from hatkit.models.mtp import MTPHeads
+
+    tok = tiny_tokenizer()
+    net = tiny_llama(len(tok), seed=2)
+    plain = LocalModel(net, tok, "tiny")
+    heads = MTPHeads.for_target(net, range(len(tok)), num_heads=3)
+    spec = LocalModel(net, tok, "tiny", draft_heads=heads, lookup_branch=2, draft_confidence=0.0,
+                      compiled=True)
+    spec._compiled.backend = CountingBackend()
+    for q in ["price?", "is the red mug in stock in size m?", "hi"]:
+        [req] = tiny_requests(plain, [q], max_new_tokens=24)
+        assert spec.generate([req])[0].token_ids == plain.generate([req])[0].token_ids, q
+    assert spec.stats["spec_steps"] > 0
+    assert {hidden for _, hidden in spec._compiled.compile_seconds} == {True}
+    assert {rows for rows, _ in spec._compiled.compile_seconds} <= {1, 2, 4, 8}
+
+
 def test_a_model_of_another_shape_is_refused() -> None:
     model = tiny_llama(VOCAB)
     model.config.model_type = "gpt2"
@@ -123,14 +158,15 @@ def test_a_model_of_another_shape_is_refused() -> None:
 
 
 def test_inductor_compiled_decoding_agrees_with_the_eager_decoder() -> None:
-    """A real compile (inductor, C++ kernels; without autotuning to keep the test short): the
-    tiny model's greedy tokens equal the eager decoder's for every row."""
+    """A real compile (inductor, C++ kernels, weights frozen in; without autotuning to keep the
+    test short): the tiny model's greedy tokens equal the eager decoder's for every row, on a
+    second cache of another length too (the cache is an input, never a frozen constant)."""
     model = tiny_llama(VOCAB, seed=4)
-    prefix = [1, 5, 7, 9, 11, 3, 8]
     step = CompiledStep(model, autotune=False)
-    got = _decode(model, prefix, SUFFIXES[:2], step)
-    assert [r.token_ids for r in got] == [r.token_ids for r in _decode(model, prefix, SUFFIXES[:2])]
-    assert list(step.compile_seconds) == [2]
+    for prefix in ([1, 5, 7, 9, 11, 3, 8], [1, 5, 7, 9, 11, 3, 8, 9, 10, 11, 12, 13, 14]):
+        got = _decode(model, prefix, SUFFIXES[:2], step)
+        assert [r.token_ids for r in got] == [r.token_ids for r in _decode(model, prefix, SUFFIXES[:2])]
+    assert list(step.compile_seconds) == [(2, False)]
 
 
 def test_compiled_suffix_selects_a_compiled_local_model() -> None:

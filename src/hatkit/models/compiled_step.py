@@ -51,14 +51,36 @@ class CompiledStep:
         self.model = model
         self.autotune = autotune
         self.backend = backend
-        self.compile_seconds: dict[int, float] = {}
-        """Row bucket -> seconds its first call took (compilation included)."""
-        self._fn: Any = None
+        self.compile_seconds: dict[tuple[int, bool], float] = {}
+        """(row bucket, hidden) -> seconds its first call took (compilation included)."""
+        self._fns: dict[bool, Any] = {}
 
     def reset(self) -> None:
         """Forget the compiled graphs (their frozen weights are stale after a weight update)."""
-        self._fn = None
+        self._fns.clear()
         self.compile_seconds.clear()
+
+    def precompile(self, rows: tuple[int, ...] = (1, 8), *, hidden: bool = False) -> None:
+        """Compile the buckets of these row counts now, on a scratch cache (one graph serves any
+        cache length), so that no timed or served call pays for it."""
+        import torch
+        from transformers import StaticCache
+
+        device = self.model.device
+        width = 48  # attended slots; the scratch cache is longer, as a real one is
+        for n in rows:
+            cache = StaticCache(config=self.model.config, max_cache_len=width + n + 8)
+            cache.early_initialization(1, self.model.config.num_key_value_heads,
+                                       _head_dim(self.model.config), self._cache_dtype(), device)
+            allowed = torch.ones((n, width + n), dtype=torch.bool, device=device).tril(width)
+            with torch.inference_mode():
+                self(cache, torch.zeros((1, n), dtype=torch.long, device=device),
+                     torch.full((1, n), width, device=device), allowed,
+                     width + torch.arange(n, device=device), hidden=hidden)
+
+    def _cache_dtype(self) -> Any:
+        """The dtype of the keys a forward writes: its hidden state's, the embedding's."""
+        return self.model.get_input_embeddings().weight.dtype
 
     @staticmethod
     def bucket(n: int) -> int | None:
@@ -66,11 +88,12 @@ class CompiledStep:
         return next((b for b in ROW_BUCKETS if b >= n), None)
 
     def __call__(self, cache: Any, input_ids: Any, position_ids: Any, allowed: Any,
-                 slots: Any) -> Any:
+                 slots: Any, *, hidden: bool = False) -> Any:
         """Logits [1, n, vocab] of `input_ids` [1, n] at `position_ids` [1, n], writing their keys
         and values to cache `slots` [n]; `allowed` [n, kv] (bool): the cache slots each row
         attends to. The cache needs one slot past every slot a row writes (`slots`' maximum
-        plus one at least, the scratch slot of padded rows). Called in inference mode."""
+        plus one at least, the scratch slot of padded rows). With `hidden`, (logits, last
+        hidden state) as decode_step's (speculative verify passes). Called in inference mode."""
         import torch
 
         n = int(input_ids.shape[-1])
@@ -80,7 +103,7 @@ class CompiledStep:
         b = self.bucket(n)
         if b is None:  # wider than any bucket: the eager step, same arithmetic
             return decode_step(self.model, cache, input_ids, position_ids, mask_bias(self.model, allowed),
-                               slots=slots)
+                               hidden=hidden, slots=slots)
         if b > n:
             pad = b - n
             scratch = int(cache.layers[0].keys.shape[2]) - 1
@@ -92,37 +115,66 @@ class CompiledStep:
             allowed = torch.cat([allowed, extra], 0)
         bias = mask_bias(self.model, allowed)
         for layer in cache.layers:
+            _as_plain_input(layer.keys, layer.values, layer.cumulative_length)
             torch._dynamo.mark_dynamic(layer.keys, 2)
             torch._dynamo.mark_dynamic(layer.values, 2)
         torch._dynamo.mark_dynamic(bias, 3)
-        first = b not in self.compile_seconds
+        key = (b, hidden)
+        first = key not in self.compile_seconds
         started = time.perf_counter()
-        logits = self._compiled()(self.model, cache, input_ids, position_ids, bias, slots)
+        with self._config():
+            out = self._compiled(hidden)(self.model, cache, input_ids, position_ids, bias, slots)
         if first:
-            self.compile_seconds[b] = time.perf_counter() - started
-        return logits[:, :n]
+            self.compile_seconds[key] = time.perf_counter() - started
+        return (out[0][:, :n], out[1][:, :n]) if hidden else out[:, :n]
 
-    def _compiled(self) -> Any:
-        if self._fn is None:
+    def _compiled(self, hidden: bool) -> Any:
+        if hidden not in self._fns:
             import torch
 
-            options: dict[str, Any] | None = None
-            if self.backend == "inductor":
-                options = {"freezing": True, "max_autotune": self.autotune}
-            self._fn = torch.compile(_own_step(), backend=self.backend, dynamic=False, options=options)
-        return self._fn
+            self._fns[hidden] = torch.compile(_own_step(hidden), backend=self.backend, dynamic=False)
+        return self._fns[hidden]
+
+    def _config(self) -> Any:
+        """Inductor's settings for a call: read while dynamo traces (freezing decides there
+        whether weights become constants), so torch.compile's `options`, applied later, would
+        leave the weights as graph inputs and the products on plain aten::mm."""
+        import contextlib
+
+        if self.backend != "inductor":
+            return contextlib.nullcontext()
+        import torch._inductor.config as inductor
+
+        return inductor.patch(freezing=True, max_autotune=self.autotune)
 
 
-def _own_step() -> Callable[..., Any]:
-    """A copy of `_step` with its own code object. Dynamo keeps compiled graphs per code object
-    and stops compiling one after `recompile_limit` (8) graphs, so each CompiledStep, and each
-    reset, gets a code object of its own: models and buckets never crowd each other out, and
-    a stale graph is never found again."""
+def _as_plain_input(*tensors: Any) -> None:
+    """Drop transformers' static-address mark from a StaticCache's tensors: with freezing,
+    inductor folds static-address inputs into the graph as constants, so a graph compiled on
+    one cache would go on writing to that cache (and index out of its bounds) on every other."""
+    for t in tensors:
+        if hasattr(t, "_dynamo_static_input_type"):
+            del t._dynamo_static_input_type
+
+
+def _head_dim(config: Any) -> int:
+    return int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
+
+
+def _own_step(hidden: bool) -> Callable[..., Any]:
+    """A copy of `_step` (or `_step_hidden`) with its own code object. Dynamo keeps compiled
+    graphs per code object and stops compiling one after `recompile_limit` (8) graphs, so each
+    CompiledStep, and each reset, gets a code object of its own: models and buckets never crowd
+    each other out, and a stale graph is never found again."""
     import types
 
-    return types.FunctionType(_step.__code__.replace(), _step.__globals__, "_step")
+    step = _step_hidden if hidden else _step
+    return types.FunctionType(step.__code__.replace(), step.__globals__, step.__name__)
 
 
 def _step(model: Any, cache: Any, input_ids: Any, position_ids: Any, bias: Any, slots: Any) -> Any:
     return decode_step(model, cache, input_ids, position_ids, bias, slots=slots)
 
+
+def _step_hidden(model: Any, cache: Any, input_ids: Any, position_ids: Any, bias: Any, slots: Any) -> Any:
+    return decode_step(model, cache, input_ids, position_ids, bias, hidden=True, slots=slots)

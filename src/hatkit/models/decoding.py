@@ -309,7 +309,7 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
                            stats: SpecStats | None = None, adaptive: bool = True,
                            on_token: OnToken | None = None, heads: Any = None,
                            lookup_branch: int = 0, draft_confidence: float = 0.0,
-                           ) -> tuple[RowResult, float]:
+                           compiled: Any = None) -> tuple[RowResult, float]:
     """Greedy decoding of one row with prompt-lookup speculation, or with trained MTP `heads`
     (models.mtp) drafting from the hidden state of the target's last pass; same tokens as
     `decode_batch`.
@@ -330,6 +330,9 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
     The heads then draft up to their full number of tokens every pass (a verify pass of up to
     about 8 rows costs about the same on a CPU, so shrinking the draft saves nothing), cut where
     the heads' joint probability falls below `draft_confidence` (MTPHeads.propose).
+
+    `compiled` (a compiled_step.CompiledStep of `model`) runs the verify passes of a
+    Llama-family model (a pass of 1-8 rows pads to 8 rows at most).
     """
     import torch
     from transformers import StaticCache
@@ -340,7 +343,8 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
     suffix = list(suffix)
     widest = max(num_draft, (heads.meta.num_heads + lookup_branch) if heads is not None else 0)
     total = prefix_len + len(suffix) + max_new_tokens + widest + 1
-    cache: Any = StaticCache(config=model.config, max_cache_len=total)
+    scratch = 1 if compiled is not None else 0  # the slot compiled's padded rows write to
+    cache: Any = StaticCache(config=model.config, max_cache_len=total + scratch)
     if prefix_len:
         for layer, cached in zip(cache.layers, prefix_cache.layers, strict=True):
             layer.update(cached.keys[:1].contiguous(), cached.values[:1].contiguous())
@@ -396,8 +400,13 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
             if lean:  # one branch (causal) or two side by side, each after the pending token
                 pos = (cur + torch.tensor([0, *range(1, len(draft) + 1), *range(1, len(branch) + 1)],
                                           device=device))[None]
-                bias = mask_bias(model, branch_allowed(cur, len(draft), len(branch), device))
-                logits, hidden = decode_step(model, cache, ids, pos, bias, hidden=True)
+                allowed = branch_allowed(cur, len(draft), len(branch), device)
+                if compiled is not None:
+                    slots = cur + torch.arange(n, device=device)
+                    logits, hidden = compiled(cache, ids, pos, allowed, slots, hidden=True)
+                else:
+                    logits, hidden = decode_step(model, cache, ids, pos, mask_bias(model, allowed),
+                                                 hidden=True)
             else:
                 pos = (cur + torch.arange(n, device=device))[None]
                 attn = torch.ones((1, cur + n), dtype=torch.long, device=device)

@@ -93,11 +93,11 @@ class LocalModel:
         2x at batch 1 in bf16, for a packed copy of the weights: +780 MB fp32, +270 MB bf16
         for the default model).
 
-        `compiled` (Llama-family models): batched decode steps run compiled by inductor
-        (`compiled_step.py`: about 2x faster steps in bf16 and int8w on the default model, for
-        a minute or two of compiling per row bucket the first time; greedy output can differ
-        from the eager decoder's after a near tie). Weights are then not pre-packed (inductor
-        packs its own); prefill and speculative decoding stay eager."""
+        `compiled` (Llama-family models): decode steps and speculative verify passes (not a
+        draft model's) run compiled by inductor (`compiled_step.py`: about 2x faster steps in
+        bf16 and int8w on the default model, for a minute or two of compiling per row bucket the
+        first time; greedy output can differ from the eager decoder's after a near tie).
+        Weights are then not pre-packed (inductor packs its own); prefill stays eager."""
         if draft_model is not None and speculative is None:
             speculative = "draft"
         if draft_heads is not None and speculative is None:
@@ -367,7 +367,8 @@ class LocalModel:
                     eos_id=self._format.eos_id, max_new_tokens=first.max_new_tokens,
                     stopped=stop_fn, num_draft=self.num_draft, max_ngram=self.max_ngram,
                     min_ngram=self.min_ngram, stats=st, on_token=on_token, heads=self.heads,
-                    lookup_branch=self.lookup_branch, draft_confidence=self.draft_confidence)
+                    lookup_branch=self.lookup_branch, draft_confidence=self.draft_confidence,
+                    compiled=self._compiled)
             rows = [row]
             self._record_spec(st)
         else:

@@ -45,6 +45,7 @@ from hatkit.agent import Agent
 from hatkit.domain import Domain, get_domain
 from hatkit.models.base import ChatMessage, ModelRequest
 from hatkit.models.chat_format import tool_result_text
+from hatkit.models.compiled_step import COMPILED_SUFFIX
 from hatkit.models.local import LocalModel
 from hatkit.serve.latency_http import run_url
 from hatkit.serve.memory import RssSampler, peak_rss_bytes
@@ -185,6 +186,9 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
                     "this (default hatkit.models.mtp.DRAFT_CONFIDENCE; 0: always all heads)")
     ap.add_argument("--compare-confidence", type=float, default=None, help="with MTP heads: also "
                     "measure 'mtp@X' and 'mtp+lookup@X' with this draft confidence, side by side")
+    ap.add_argument("--compiled", action="store_true", help="also measure greedy (and MTP with the lookup "
+                    "branch) with decode steps compiled by inductor (`+compiled`), compiled before "
+                    "timing (a minute or more per row bucket)")
     ap.add_argument("--skip-agent", action="store_true", help="only the domain-reply measurement")
     ap.add_argument("--url", default=None, help="measure a running hatkit server instead")
     args = ap.parse_args(argv)
@@ -263,10 +267,11 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
           f"(best {best:.2f}x)")
     for name, r in held.items():
         if name.startswith("mtp"):  # issue 18's trained draft, on replies no head trained on
-            ok = r["acceptance"] >= 0.6 and r["speedup"] >= 1.5 and r["identical"] == r["prompts"]
+            tag = "own_" if "own_speedup" in r else ""  # compiled: against greedy on the same kernels
+            ok = r["acceptance"] >= 0.6 and r[f"{tag}speedup"] >= 1.5 and r[f"{tag}identical"] == r["prompts"]
             print(f"goal acceptance >= 60%, >= 1.5x, identical output on held-out replies, {name}: "
-                  f"{'met' if ok else 'NOT met'} ({r['acceptance']:.1%}, {r['speedup']:.2f}x, "
-                  f"{r['identical']}/{r['prompts']})")
+                  f"{'met' if ok else 'NOT met'} ({r['acceptance']:.1%}, {r[f'{tag}speedup']:.2f}x, "
+                  f"{r[f'{tag}identical']}/{r['prompts']}{' against greedy+compiled' if tag else ''})")
     if "draft" not in modes:
         print("assisted decoding (draft model): not measured - pass --draft-model PATH or "
               "--draft-layers N (no second model with SmolLM2's tokenizer is installed here)")
@@ -293,13 +298,18 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
 
 
 def _compare(modes: dict[str, LocalModel], reqs: list[ModelRequest]) -> dict[str, dict[str, Any]]:
-    """Every mode on the same prompts; speed-up and identical output against greedy's."""
+    """Every mode on the same prompts; speed-up and identical output against greedy's. A compiled
+    mode is also compared with compiled greedy (`own_*`): compiled kernels round differently,
+    so speculation's "identical output" is checked against greedy on the same kernels."""
     rows = {name: run_domain(m, reqs) for name, m in modes.items()}
-    ref = rows["greedy"]
-    for r in rows.values():
+    for name, r in rows.items():
         r["prompts"] = len(reqs)
-        r["identical"] = sum(a == b for a, b in zip(ref["ids"], r["ids"], strict=True))
-        r["speedup"] = r["tokens_per_s"] / ref["tokens_per_s"] if ref["tokens_per_s"] else 0.0
+        refs = [("", rows["greedy"])]
+        if name.endswith(COMPILED_SUFFIX) and "greedy" + COMPILED_SUFFIX in rows:
+            refs.append(("own_", rows["greedy" + COMPILED_SUFFIX]))
+        for tag, ref in refs:
+            r[f"{tag}identical"] = sum(a == b for a, b in zip(ref["ids"], r["ids"], strict=True))
+            r[f"{tag}speedup"] = r["tokens_per_s"] / ref["tokens_per_s"] if ref["tokens_per_s"] else 0.0
     return rows
 
 
@@ -307,10 +317,12 @@ def _print_replies(title: str, rows: dict[str, dict[str, Any]]) -> None:
     print(f"\n{title:24} {'tokens':>7} {'seconds':>8} {'tok/s':>7} {'decode tok/s':>13} "
           f"{'speed-up':>9} {'accept':>7} {'tok/pass':>8} {'same':>5}")
     for name, r in rows.items():
-        acc = f"{r['acceptance']:.1%}" if name != "greedy" else "-"
+        acc = f"{r['acceptance']:.1%}" if r["acceptance"] is not None else "-"
+        own = (f"  (against greedy+compiled: {r['own_speedup']:.2f}x, same {r['own_identical']}/"
+               f"{r['prompts']})" if "own_speedup" in r else "")
         print(f"{name:24} {r['tokens']:7d} {r['seconds']:8.2f} {r['tokens_per_s']:7.1f} "
               f"{r['decode_tokens_per_s']:13.1f} {r['speedup']:8.2f}x {acc:>7} "
-              f"{r['tokens_per_pass']:8.2f} {r['identical']}/{r['prompts']}")
+              f"{r['tokens_per_pass']:8.2f} {r['identical']}/{r['prompts']}{own}")
 
 
 def _decoders(base: LocalModel, args: argparse.Namespace) -> dict[str, LocalModel]:
@@ -357,9 +369,33 @@ def _decoders(base: LocalModel, args: argparse.Namespace) -> dict[str, LocalMode
                     draft_confidence=bar)
         args.draft_desc = ((getattr(args, "draft_desc", None) or "") + f" mtp heads {where}, draft "
                            f"confidence {modes['mtp'].draft_confidence}").strip()
+    if args.compiled:
+        _add_compiled(modes, base)
     for m in modes.values():  # same weights: one prefix KV cache serves every mode
         m._cache = modes["greedy"]._cache
     return modes
+
+
+def _add_compiled(modes: dict[str, LocalModel], base: LocalModel) -> None:
+    """greedy+compiled (and mtp+lookup+compiled) sharing one compiled step, compiled now: the
+    row buckets decode_batch meets at batch 1, and every verify-pass bucket."""
+    greedy = LocalModel(base.model, base.tok, base.model_id, max_batch=8, compiled=True)
+    step = greedy._compiled
+    print("compiling decode steps (greedy: 1 row)...", flush=True)
+    step.precompile((1,))
+    modes["greedy" + COMPILED_SUFFIX] = greedy
+    spec = modes.get("mtp+lookup")
+    if spec is not None:
+        compiled = LocalModel(base.model, base.tok, base.model_id, max_batch=8, draft_heads=spec.heads,
+                              lookup_branch=spec.lookup_branch, max_ngram=spec.max_ngram,
+                              min_ngram=spec.min_ngram, draft_confidence=spec.draft_confidence,
+                              compiled=True)
+        compiled._compiled = step
+        print("compiling verify passes (1, 2, 4, 8 rows)...", flush=True)
+        step.precompile((1, 2, 4, 8), hidden=True)
+        modes["mtp+lookup" + COMPILED_SUFFIX] = compiled
+    print("compile seconds: " + ", ".join(f"{rows} rows{' +hidden' if h else ''} {s:.0f}"
+                                          for (rows, h), s in step.compile_seconds.items()), flush=True)
 
 
 def _tokens_per_pass(model: LocalModel, before: dict[str, float], calls: int) -> float:
