@@ -190,3 +190,19 @@ def test_a_compiled_local_model_answers_as_the_eager_one() -> None:
     got = compiled.generate(tiny_requests(compiled, questions, max_new_tokens=8))
     assert [o.token_ids for o in got] == [o.token_ids for o in want]
     assert compiled._packing is None and sorted(compiled._compiled.compile_seconds)
+
+
+def test_precompile_covers_every_batch_size_and_verify_pass_the_model_will_run() -> None:
+    from hatkit.models.mtp import MTPHeads
+
+    tok = tiny_tokenizer()
+    net = tiny_llama(len(tok), seed=3)
+    assert LocalModel(net, tok, "tiny").precompile() == []  # not compiled: nothing to do
+    heads = MTPHeads.for_target(net, range(len(tok)), num_heads=3)
+    model = LocalModel(net, tok, "tiny", max_batch=5, draft_heads=heads, lookup_branch=2, compiled=True)
+    backend = model._compiled.backend = CountingBackend()
+    assert model.is_compiled and model.precompile() == [1, 2, 4, 8]
+    # verify passes: the pending token + 3 heads + 2 lookup tokens = 6 rows at most
+    assert sorted(model._compiled.compile_seconds) == [(1, False), (1, True), (2, False), (2, True),
+                                                       (4, False), (4, True), (8, False), (8, True)]
+    assert backend.graphs == 8

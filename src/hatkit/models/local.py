@@ -320,6 +320,31 @@ class LocalModel:
 
         return on_token
 
+    @property
+    def is_compiled(self) -> bool:
+        """Whether decode steps run compiled (`compiled=True`, a `+compiled` model spec)."""
+        return self._compiled is not None
+
+    def precompile(self) -> list[int]:
+        """With `compiled`, compile now the decode steps this model will run: every row bucket up
+        to `max_batch`, and the verify passes' buckets when it decodes speculatively (a server
+        calls this at start, so no request waits a minute on the compiler). Returns the row
+        buckets compiled ([] without `compiled`)."""
+        if self._compiled is None:
+            return []
+        from .compiled_step import CompiledStep
+
+        def upto(n: int) -> tuple[int, ...]:
+            return tuple(sorted({b for b in map(CompiledStep.bucket, range(1, n + 1)) if b is not None}))
+
+        rows = upto(self.max_batch)
+        self._compiled.precompile(rows)
+        if self.speculative in ("prompt_lookup", "mtp"):
+            widest = 1 + (self.heads.meta.num_heads + self.lookup_branch if self.heads is not None
+                          else self.num_draft)
+            self._compiled.precompile(upto(widest), hidden=True)
+        return list(rows)
+
     @contextmanager
     def packed(self) -> Iterator[None]:
         """The block runs the model on packed weights (when `pack_weights`; see packing.py)."""

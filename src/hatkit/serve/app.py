@@ -230,6 +230,12 @@ def serve(harness: str | Harness, model_spec: str | ChatModel = "local", *, host
                          "(pass allow_remote=True / --allow-remote to expose the server)")
     model = (_load_model(model_spec, speculative, draft_model) if isinstance(model_spec, str)
              else model_spec)
+    from ..models.local import LocalModel
+
+    if isinstance(model, LocalModel) and model.is_compiled:
+        print("compiling decode steps before serving (about a minute per batch size the first "
+              "time on this machine; inductor caches the rest)...", flush=True)
+        model.precompile()
     loaded = {k: load_harness(v) if isinstance(v, str) else v for k, v in (harnesses or {}).items()}
     app = create_app(harness, model, max_concurrency=max_concurrency,
                      request_timeout_s=request_timeout_s, max_body_bytes=max_body_bytes,
@@ -252,10 +258,11 @@ def _load_model(spec: str, speculative: str | None, draft_model: str | None) -> 
     if speculative == "mtp":  # the heads `hatkit train draft` saved beside the checkpoint
         from ..models.default_model import ensure_default_model
         from ..models.mtp import MTPHeads
-        from ..models.select import split_precision
+        from ..models.select import split_compiled, split_precision
 
-        name = split_precision(spec)[0]
+        name = split_precision(split_compiled(spec)[0])[0]
         folder = ensure_default_model() if name == "local" else Path(name)
         heads = MTPHeads.for_checkpoint(folder, model.model)
     return LocalModel(model.model, model.tok, model.model_id, max_batch=model.max_batch,
-                      speculative=speculative, draft_model=draft_model, draft_heads=heads)
+                      speculative=speculative, draft_model=draft_model, draft_heads=heads,
+                      compiled=model.is_compiled)
