@@ -5,8 +5,8 @@ PyTorch pays a dispatch for each (about 12 ms a step that no weight precision re
 bench/README's decode row). Inductor fuses the element-wise work (norms, rotary, residuals)
 into a few C++ loops, and with `freezing` (weights folded in as constants) and max-autotune it
 picks, per matrix product, the fastest of oneDNN's kernel and its own AMX micro-GEMMs. Measured
-on the default model in bf16, an 830-token prompt, 2 threads: 35.9 -> 17.4 ms a step at batch 1,
-40.9 -> 21.8 ms at batch 8 (bench/decode.py measures it beside the eager decoder).
+by bench/decode.py (default model, 832-token prompt, 2 threads, decode_batch with prefill):
+bf16 1.70x eager at batch 1 and 1.36x at batch 8, int8w 1.72x and 1.79x, fp32 1.20x and 1.24x.
 
 Shapes: a compiled graph is specialised to its input shapes, so the number of rows a step feeds
 is padded up to a bucket (1, 2, 4, 8, ...: a few compilations per process, not one per
@@ -16,9 +16,10 @@ prompt length). A padded row writes its key and value to a scratch slot past the
 
 The arithmetic is `lean_step.decode_step`'s, but fused kernels do not round exactly as eager
 ones do, so greedy output can differ from the eager decoder's after a near tie: the decode
-bench reports the share of greedy tokens that agree.
+bench reports how many leading greedy tokens each row keeps (fp32: all; bf16, int8w: up to
+a near tie).
 
-Cost: compiling a bucket takes about a minute per row count on 2 cores (two with max-autotune);
+Cost: compiling takes about a minute per row bucket on 2 cores (20 s without max-autotune);
 inductor's on-disk caches (`TORCHINDUCTOR_CACHE_DIR`, default under the system temp folder)
 make a later process's compile of the same model and bucket much shorter. Frozen weights are
 read when a graph is compiled: after the weights change (an RL step) call `reset()`.
@@ -42,8 +43,9 @@ class CompiledStep:
     """`lean_step.decode_step` compiled per row bucket for one model (Llama family)."""
 
     def __init__(self, model: Any, *, autotune: bool = True, backend: Any = "inductor") -> None:
-        """`autotune`: inductor's max-autotune (about twice the compile time; 2x faster steps at
-        batch 1 on the default model in bf16, against about 1.4x without it). `backend`: another
+        """`autotune`: inductor's max-autotune (about three times the compile time; in a
+        prototype of this step, bf16 at batch 1: 2.1x faster steps than eager with it, 1.4x
+        without). `backend`: another
         torch.compile backend (tests trace with "eager": the same graphs, no code generated)."""
         if not supports(model):
             raise ValueError("a compiled decode step needs a Llama-family model in eval mode "
