@@ -19,10 +19,13 @@ ones do, so greedy output can differ from the eager decoder's after a near tie: 
 bench reports how many leading greedy tokens each row keeps (fp32: all; bf16, int8w: up to
 a near tie).
 
-Cost: compiling takes about a minute per row bucket on 2 cores (20 s without max-autotune);
-inductor's on-disk caches (`TORCHINDUCTOR_CACHE_DIR`, default under the system temp folder)
-make a later process's compile of the same model and bucket much shorter. Frozen weights are
-read when a graph is compiled: after the weights change (an RL step) call `reset()`.
+Cost: compiling takes about a minute per row bucket on 2 cores (20 s without max-autotune),
+in every process: the frozen graph holds oneDNN-packed weights, which inductor's on-disk graph
+cache cannot store ("mkldnn tensors unpickleable"). Without weight prepacking the graph is
+cached (a second process compiled in 33 s instead of 63), but its steps ran about 1.6x slower,
+so prepacking stays on. Worth it where a process decodes long: a server, an evaluation of
+several hundred episodes. Frozen weights are read when a graph is compiled: after the weights
+change (an RL step) call `reset()`.
 """
 
 from __future__ import annotations

@@ -96,7 +96,8 @@ class LocalModel:
         `compiled` (Llama-family models): decode steps and speculative verify passes (not a
         draft model's) run compiled by inductor (`compiled_step.py`: decode_batch 1.4-1.8x faster
         in bf16 and int8w on the default model, 1.2x in fp32, for about a minute of compiling
-        per row bucket the first time; greedy output can differ from the eager decoder's after a near tie).
+        per row bucket in each process; greedy output can differ from the eager decoder's after
+        a near tie; `precompile()` compiles up front).
         Weights are then not pre-packed (inductor packs its own); prefill stays eager."""
         if draft_model is not None and speculative is None:
             speculative = "draft"

@@ -19,7 +19,7 @@ MODEL_HELP = ("'local' (the embedded default model), a local checkpoint folder, 
               "@bf16, @fp32 (the CPU default), or @auto (bf16 where the CPU multiplies bf16 in "
               "hardware or on a GPU, else fp32); a final '+compiled' (local@bf16+compiled) runs "
               "its decode steps compiled by torch.compile: 1.4-1.8x faster decoding in bf16 and "
-              "int8w, 1.2x in fp32, after about a minute of compiling per batch size the first time")
+              "int8w, 1.2x in fp32, after about a minute of compiling per batch size, in each process")
 
 
 def split_precision(spec: str) -> tuple[str, str | None]:

@@ -233,8 +233,7 @@ def serve(harness: str | Harness, model_spec: str | ChatModel = "local", *, host
     from ..models.local import LocalModel
 
     if isinstance(model, LocalModel) and model.is_compiled:
-        print("compiling decode steps before serving (about a minute per batch size the first "
-              "time on this machine; inductor caches the rest)...", flush=True)
+        print("compiling decode steps before serving (about a minute per batch size)...", flush=True)
         model.precompile()
     loaded = {k: load_harness(v) if isinstance(v, str) else v for k, v in (harnesses or {}).items()}
     app = create_app(harness, model, max_concurrency=max_concurrency,
