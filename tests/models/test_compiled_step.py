@@ -206,3 +206,10 @@ def test_precompile_covers_every_batch_size_and_verify_pass_the_model_will_run()
     assert sorted(model._compiled.compile_seconds) == [(1, False), (1, True), (2, False), (2, True),
                                                        (4, False), (4, True), (8, False), (8, True)]
     assert backend.graphs == 8
+
+
+@pytest.mark.parametrize("precision", ["int8", "int8h"])
+def test_int8_weights_are_refused_with_the_precision_that_compiles(precision: str) -> None:
+    tok = tiny_tokenizer()
+    with pytest.raises(ValueError, match="int8w"):
+        LocalModel(tiny_llama(len(tok), seed=1), tok, "tiny", precision=precision, compiled=True)

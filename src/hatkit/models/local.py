@@ -47,6 +47,10 @@ LOOKUP_BRANCH = 2
 cpu-sitting checkpoint's domain replies (bench/latency.py, 8 prompts, idle, two runs): 3.02
 tokens per verify pass against the heads' 2.34, 1.59x / 1.52x greedy's tokens/s with prefill
 (heads only 1.35x / 1.35x), output identical."""
+UNCOMPILABLE = ("int8", "int8h")
+"""Precisions `compiled` refuses: int8's fbgemm kernels take packed parameters dynamo cannot
+trace, so each layer would split the graph (and its fused q/k/v recompile at every call).
+Measured on the tiny test model: 9+ recompilations and the recompile limit hit."""
 ROW_CACHE_BYTES = 2 << 30
 """The row cache's memory bound (oldest rows leave first), whatever `row_cache_size` says."""
 log = logging.getLogger(__name__)
@@ -142,6 +146,11 @@ class LocalModel:
         self._compiled: Any = None
         if compiled:
             from .compiled_step import CompiledStep
+
+            if self.precision in UNCOMPILABLE:
+                raise ValueError(f"compiled decoding does not take {self.precision} weights: their "
+                                 "quantized kernels break the compiled graph at every layer; use "
+                                 "int8w (int8 weights, bf16 inputs), bf16 or fp32")
 
             self._compiled = CompiledStep(model)
             pack_weights = False
