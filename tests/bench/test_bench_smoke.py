@@ -110,7 +110,10 @@ def _decode(res: list[dict[str, Any]]) -> None:
     [r] = res
     assert r["model"] == "tiny" and r["prefix_tokens"] > 0 and r["new_tokens"] > 0
     assert set(r["rows"]) == {f"{e} {p} b{b}" for e in ("generate", "unpacked", "hatkit")
-                              for p in ("fp32", "bf16", "int8", "int8w") for b in (1, 8)}
+                              for p in ("fp32", "bf16", "int8", "int8w") for b in (1, 8)} | {
+        "compiled fp32 b1", "compiled fp32 b8"}  # the smoke compiles fp32 only
+    assert r["compiled_speedup_fp32_bs8"] > 0 and r["compiled_fp32_bs8_share"] > 0
+    assert r["compiled_leading_identical"]["fp32 b8"] == [r["new_tokens"]] * 8  # fp32: eager's tokens
     assert all(r[f"packing_speedup_{p}_bs{b}"] > 0 for p in ("fp32", "bf16", "int8", "int8w") for b in (1, 8))
     assert all(row["tokens_per_s"] > 0 and row["ceiling_tokens_per_s"] > 0 for row in r["rows"].values())
     assert r["int8_speedup_bs1"] > 0 and r["int8_speedup_bs8"] > 0 and 0 <= r["int8_agreement"] <= 1
