@@ -48,8 +48,8 @@ class CompiledStep:
     def __init__(self, model: Any, *, autotune: bool = True, backend: Any = "inductor") -> None:
         """`autotune`: inductor's max-autotune (about three times the compile time; in a
         prototype of this step, bf16 at batch 1: 2.1x faster steps than eager with it, 1.4x
-        without). `backend`: another
-        torch.compile backend (tests trace with "eager": the same graphs, no code generated)."""
+        without). `backend`: another torch.compile backend (tests trace with "eager": the same
+        graphs, no code generated)."""
         if not supports(model):
             raise ValueError("a compiled decode step needs a Llama-family model in eval mode "
                              f"(lean_step.supports); got {type(model).__name__}")
