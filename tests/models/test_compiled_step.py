@@ -169,6 +169,20 @@ def test_inductor_compiled_decoding_agrees_with_the_eager_decoder() -> None:
     assert list(step.compile_seconds) == [(2, False)]
 
 
+def test_inductor_freezes_the_weights_into_packed_products() -> None:
+    """Freezing reaches dynamo's tracing (inductor's settings passed as torch.compile `options`
+    came too late: the weights stayed graph inputs and every product ran on plain aten::mm)."""
+    from torch.profiler import profile
+
+    step = CompiledStep(tiny_llama(VOCAB, seed=4), autotune=False)
+    step.precompile((2,))
+    with profile() as prof:
+        step.precompile((2,))  # compiled already: this call only runs the graph
+    ops = {e.key for e in prof.key_averages()}
+    assert any("CompiledFxGraph" in op for op in ops)
+    assert not ops & {"aten::mm", "aten::addmm", "aten::linear"}, sorted(ops)
+
+
 def test_compiled_suffix_selects_a_compiled_local_model() -> None:
     assert split_compiled("local@bf16+compiled") == ("local@bf16", True)
     assert split_compiled("runs/x/ckpt+compiled") == ("runs/x/ckpt", True)
