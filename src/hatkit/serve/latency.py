@@ -248,7 +248,8 @@ def main(argv: Sequence[str] | None = None, base: LocalModel | None = None) -> N
             if name != "greedy":
                 before = dict(modes[name].stats)
                 row = agent_rows[f"{name} c=1"] = run_agent(agents[name], questions, 1)
-                row["acceptance"] = _acceptance(modes[name], before)
+                if modes[name].speculative:  # greedy+compiled drafts nothing
+                    row["acceptance"] = _acceptance(modes[name], before)
                 if "greedy c=1" in agent_rows:
                     row["identical"] = sum(x == y for x, y in zip(
                         agent_rows["greedy c=1"]["replies"], row["replies"], strict=False))
