@@ -263,7 +263,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                     "share_of_ceiling": round(tps / ceiling, 3), "weight_mb": round(w / 1e6, 1),
                     "kv_mb_per_step": round(kv / 1e6, 1)}
                 if engine == "hatkit" and prec in compiled_precisions:
-                    step = steps.setdefault(prec, CompiledStep(m.model, autotune=not args.smoke))
+                    if prec not in steps:
+                        steps[prec] = CompiledStep(m.model, autotune=not args.smoke)
+                    step = steps[prec]
                     run_hatkit(m, prefix, sfx, 2, compiled=step)  # compiles this row bucket
                     secs, toks = run_hatkit(m, prefix, sfx, new, compiled=step)
                     eager = eager_tokens[f"{prec} b{batch}"]

@@ -70,15 +70,13 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
     eager (its shapes change with every prompt).
     """
     import torch
-    from transformers import StaticCache
 
     device = model.device
     b = len(suffixes)
     lens = [len(s) for s in suffixes]
     width = sum(lens)
     total = prefix_len + width + b * max_new_tokens
-    scratch = 1 if compiled is not None else 0  # the slot compiled's padded rows write to
-    cache: Any = StaticCache(config=model.config, max_cache_len=total + scratch)
+    cache = _step_cache(model, total, compiled)
     if prefix_len:
         for layer, cached in zip(cache.layers, prefix_cache.layers, strict=True):
             layer.update(cached.keys, cached.values)
@@ -141,12 +139,11 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
             cur += n
             if compiled is not None:
                 logits = compiled(cache, nxt[None], next_pos[None], allowed[active, :cur], slots)
-            elif lean:
-                logits = decode_step(model, cache, nxt[None], next_pos[None],
-                                     mask_bias(model, allowed[active, :cur]))
             else:
-                logits = model(input_ids=nxt[None], attention_mask=mask_bias(model, allowed[active, :cur]),
-                               position_ids=next_pos[None], cache=cache, use_cache=True).logits
+                mask = mask_bias(model, allowed[active, :cur])  # once per step, not per layer
+                logits = decode_step(model, cache, nxt[None], next_pos[None], mask) if lean else model(
+                    input_ids=nxt[None], attention_mask=mask, position_ids=next_pos[None], cache=cache,
+                    use_cache=True).logits
             logits = logits[0].float()
             next_pos = next_pos + 1
     results = [RowResult(out_ids[i], out_lp[i] if logprobs else None, reasons[i]) for i in range(b)]
@@ -157,6 +154,14 @@ def decode_batch(model: Any, prefix_cache: Any, prefix_len: int, suffixes: Seque
             res.kv = RowKV([(layer.keys.index_select(2, slots), layer.values.index_select(2, slots))
                             for layer in cache.layers])
     return results, ttft
+
+
+def _step_cache(model: Any, total: int, compiled: Any) -> Any:
+    """A StaticCache of `total` slots, plus the scratch slot a compiled step's padded rows
+    write to (compiled_step)."""
+    from transformers import StaticCache
+
+    return StaticCache(config=model.config, max_cache_len=total + (1 if compiled is not None else 0))
 
 
 def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
@@ -335,7 +340,6 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
     Llama-family model (a pass of 1-8 rows pads to 8 rows at most).
     """
     import torch
-    from transformers import StaticCache
 
     from .mtp import forward_hidden
 
@@ -343,8 +347,7 @@ def decode_one_speculative(model: Any, prefix_cache: Any, prefix_len: int, suffi
     suffix = list(suffix)
     widest = max(num_draft, (heads.meta.num_heads + lookup_branch) if heads is not None else 0)
     total = prefix_len + len(suffix) + max_new_tokens + widest + 1
-    scratch = 1 if compiled is not None else 0  # the slot compiled's padded rows write to
-    cache: Any = StaticCache(config=model.config, max_cache_len=total + scratch)
+    cache = _step_cache(model, total, compiled)
     if prefix_len:
         for layer, cached in zip(cache.layers, prefix_cache.layers, strict=True):
             layer.update(cached.keys[:1].contiguous(), cached.values[:1].contiguous())

@@ -378,22 +378,22 @@ def _decoders(base: LocalModel, args: argparse.Namespace) -> dict[str, LocalMode
 
 
 def _add_compiled(modes: dict[str, LocalModel], base: LocalModel) -> None:
-    """greedy+compiled (and mtp+lookup+compiled) sharing one compiled step, compiled now: the
-    row buckets decode_batch meets at batch 1, and every verify-pass bucket."""
-    greedy = LocalModel(base.model, base.tok, base.model_id, max_batch=8, compiled=True)
+    """greedy+compiled (and mtp+lookup+compiled) sharing one compiled step, compiled now by
+    LocalModel.precompile: these modes decode one request at a time (max_batch 1), so one row,
+    and every verify-pass bucket of the speculative mode."""
+    greedy = LocalModel(base.model, base.tok, base.model_id, max_batch=1, compiled=True)
     step = greedy._compiled
-    print("compiling decode steps (greedy: 1 row)...", flush=True)
-    step.precompile((1,))
+    print("compiling decode steps...", flush=True)
+    greedy.precompile()
     modes["greedy" + COMPILED_SUFFIX] = greedy
     spec = modes.get("mtp+lookup")
     if spec is not None:
-        compiled = LocalModel(base.model, base.tok, base.model_id, max_batch=8, draft_heads=spec.heads,
+        compiled = LocalModel(base.model, base.tok, base.model_id, max_batch=1, draft_heads=spec.heads,
                               lookup_branch=spec.lookup_branch, max_ngram=spec.max_ngram,
                               min_ngram=spec.min_ngram, draft_confidence=spec.draft_confidence,
                               compiled=True)
         compiled._compiled = step
-        print("compiling verify passes (1, 2, 4, 8 rows)...", flush=True)
-        step.precompile((1, 2, 4, 8), hidden=True)
+        compiled.precompile()
         modes["mtp+lookup" + COMPILED_SUFFIX] = compiled
     print("compile seconds: " + ", ".join(f"{rows} rows{' +hidden' if h else ''} {s:.0f}"
                                           for (rows, h), s in step.compile_seconds.items()), flush=True)
